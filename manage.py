@@ -1,0 +1,27 @@
+#!/usr/bin/env python
+"""Django's command-line utility for administrative tasks."""
+
+import os
+import sys
+
+
+def main():
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    try:
+        from django.core.management import execute_from_command_line
+    except ImportError as exc:
+        raise SystemExit(
+            "Django is not installed here: run ./run.sh once, or activate .venv (source .venv/bin/activate)."
+        ) from exc
+    try:
+        execute_from_command_line(sys.argv)
+    except Exception as exc:  # configuration errors: one line, not a traceback
+        from django.core.exceptions import ImproperlyConfigured
+
+        if isinstance(exc, ImproperlyConfigured):
+            raise SystemExit(f"configuration error: {exc}") from None
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Selectors for the home pages: what each role sees first."""
+
+from django.db.models import Count, Sum
+
+from quotas.models import InstanceType, NodeGroup, Team, User
+from scheduling.models import AdmissionRun, Job, JobState
+
+
+def cluster_capacity():
+    """Per instance type: nodes and total accelerators, vCPUs and memory."""
+    rows = []
+    types = InstanceType.objects.annotate(nodes=Sum("node_groups__node_count")).order_by("name")
+    for it in types:
+        nodes = it.nodes or 0
+        rows.append(
+            {
+                "instance_type": it,
+                "nodes": nodes,
+                "accelerators": nodes * it.accelerators,
+                "vcpus": nodes * it.vcpus,
+                "memory_gib": nodes * it.memory_gib,
+            }
+        )
+    return rows
+
+
+def job_counts(queryset):
+    counts = dict(queryset.values_list("state").annotate(n=Count("id")).order_by())
+    return {state: counts.get(state, 0) for state in JobState.values}
+
+
+def admin_home():
+    return {
+        "capacity": cluster_capacity(),
+        "node_groups": NodeGroup.objects.count(),
+        "teams": Team.objects.annotate(member_count=Count("members")).order_by("name"),
+        "users_by_role": dict(User.objects.values_list("role").annotate(n=Count("id")).order_by()),
+        "job_counts": job_counts(Job.objects.all()),
+        "recent_runs": AdmissionRun.objects.all()[:5],
+    }
+
+
+def manager_home():
+    return {
+        "capacity": cluster_capacity(),
+        "teams": Team.objects.annotate(member_count=Count("members"), job_count=Count("jobs")).order_by("name"),
+        "job_counts": job_counts(Job.objects.all()),
+    }
+
+
+def scientist_home(user):
+    teams = Team.objects.visible_to(user).order_by("name")
+    jobs = Job.objects.visible_to(user).select_related("team", "instance_type", "assigned_instance_type")
+    return {
+        "teams": teams,
+        "my_jobs": jobs.filter(submitted_by=user)[:10],
+        "job_counts": job_counts(jobs),
+    }

@@ -1,0 +1,34 @@
+"""The navigation bar, by role. Entries whose URL name does not exist yet are left out."""
+
+from django.urls import NoReverseMatch, reverse
+
+# (label, url name, who sees it: "all" | "admin" | "reader" (admin+manager))
+ENTRIES = [
+    ("Home", "home", "all"),
+    ("Jobs", "scheduling:job-list", "all"),
+    ("Submit", "scheduling:job-submit", "all"),
+    ("Teams", "quotas:team-list", "all"),
+    ("Cluster", "quotas:cluster", "admin"),
+    ("Policy", "quotas:policy", "admin"),
+    ("Usage", "scheduling:usage", "reader"),
+    ("Reports", "scheduling:reports", "reader"),
+    ("Alerts", "scheduling:alerts", "admin"),
+    ("Loop", "scheduling:admission-runs", "admin"),
+]
+
+
+def entries_for(user):
+    allowed = {"all"}
+    if user.is_portal_admin:
+        allowed |= {"admin", "reader"}
+    elif user.is_manager:
+        allowed |= {"reader"}
+    out = []
+    for label, name, who in ENTRIES:
+        if who not in allowed:
+            continue
+        try:
+            out.append({"label": label, "url": reverse(name), "name": name})
+        except NoReverseMatch:
+            continue
+    return out

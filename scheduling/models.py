@@ -1,0 +1,136 @@
+"""What runs: job requests, their life as events, and the admission loop's runs."""
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+
+class JobState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ADMITTED = "admitted", "Admitted"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    PREEMPTED = "preempted", "Preempted"
+
+
+ACTIVE_STATES = (JobState.ADMITTED, JobState.RUNNING)
+QUEUED_STATES = (JobState.PENDING, JobState.PREEMPTED)
+FINAL_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class JobQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """The one visibility rule for jobs: admins and managers see all, scientists their teams' jobs."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.sees_all_teams:
+            return self
+        return self.filter(team__members=user)
+
+    def queued(self):
+        return self.filter(state__in=QUEUED_STATES)
+
+    def active(self):
+        return self.filter(state__in=ACTIVE_STATES)
+
+
+class Job(models.Model):
+    team = models.ForeignKey("quotas.Team", on_delete=models.PROTECT, related_name="jobs")
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(max_length=63)
+    instance_type = models.ForeignKey(
+        "quotas.InstanceType",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="empty = any instance type the team has quota on",
+    )
+    accelerators = models.PositiveIntegerField(default=0, help_text="per pod")
+    vcpus = models.FloatField(default=0, validators=[MinValueValidator(0.0)], help_text="per pod")
+    memory_gib = models.FloatField(default=0, validators=[MinValueValidator(0.0)], help_text="per pod")
+    pods = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    priority_class = models.ForeignKey(
+        "quotas.PriorityClass", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs"
+    )
+    image = models.CharField(max_length=255)
+    command = models.TextField(blank=True)
+    expected_duration_s = models.PositiveIntegerField(
+        null=True, blank=True, help_text="how long it should run, in seconds; used for start estimates"
+    )
+
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING, db_index=True)
+    reason = models.TextField(blank=True, help_text="why it waits, or why it last changed state")
+    submitted_at = models.DateTimeField(default=timezone.now, db_index=True)
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    assigned_instance_type = models.ForeignKey(
+        "quotas.InstanceType", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    placement = models.JSONField(null=True, blank=True, help_text="node index per pod")
+    borrowed = models.BooleanField(default=False, help_text="admitted on borrowed quota")
+    preemption_count = models.PositiveIntegerField(default=0)
+    backend_ref = models.CharField(max_length=253, blank=True, help_text="the cluster's name for it")
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-submitted_at", "-id"]
+        indexes = [models.Index(fields=["team", "state"])]
+
+    def __str__(self):
+        return f"{self.name} (#{self.pk})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def requests(self) -> dict[str, float]:
+        """Per-pod request in the engine's resource names."""
+        key = self.instance_type.accelerator_key if self.instance_type_id else "gpu"
+        req: dict[str, float] = {}
+        if self.accelerators:
+            req[key or "gpu"] = self.accelerators
+        if self.vcpus:
+            req["cpu"] = self.vcpus
+        if self.memory_gib:
+            req["memory"] = self.memory_gib
+        return req
+
+
+class JobEvent(models.Model):
+    """One transition in a job's life, with its time and the reason in plain words."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(default=timezone.now)
+    from_state = models.CharField(max_length=16, choices=JobState.choices, blank=True)
+    to_state = models.CharField(max_length=16, choices=JobState.choices)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self):
+        return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"
+
+
+class AdmissionRun(models.Model):
+    """One run of the admission loop: when, how long, what it did, and any error."""
+
+    started_at = models.DateTimeField(default=timezone.now, db_index=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    trigger = models.CharField(max_length=32, blank=True)
+    admitted = models.PositiveIntegerField(default=0)
+    preempted = models.PositiveIntegerField(default=0)
+    pending = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self):
+        return f"run at {self.started_at:%H:%M:%S}: +{self.admitted} -{self.preempted}"

@@ -26,7 +26,5 @@ def _beat_schedule(sender, **kwargs):
         "inventory-sync": ("scheduling.tasks.inventory_sync", 300.0),
     }
     sender.conf.beat_schedule = {
-        name: {"task": task, "schedule": seconds}
-        for name, (task, seconds) in schedule.items()
-        if task in sender.tasks
+        name: {"task": task, "schedule": seconds} for name, (task, seconds) in schedule.items() if task in sender.tasks
     }

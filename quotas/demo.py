@@ -45,8 +45,11 @@ ALLOCATIONS = {
     "speech": {"ml.p4d.24xlarge": {"accelerators": 16}, "ml.g6.12xlarge": {"accelerators": 8}},
     "recsys": {"ml.g6.12xlarge": {"accelerators": 12, "memory_gib": 512}, "ml.c5.2xlarge": {"instances": 10}},
     "inference": {"ml.p5.48xlarge": {"accelerators": 16}, "ml.g5.2xlarge": {"accelerators": 8}},
-    "research": {"ml.p5.48xlarge": {"accelerators": 8}, "ml.g6.12xlarge": {"accelerators": 4},
-                 "ml.trn1.32xlarge": {"accelerators": 16}},
+    "research": {
+        "ml.p5.48xlarge": {"accelerators": 8},
+        "ml.g6.12xlarge": {"accelerators": 4},
+        "ml.trn1.32xlarge": {"accelerators": 16},
+    },
 }
 
 PRIORITY_CLASSES = [
@@ -76,8 +79,15 @@ def demo_load() -> dict:
     for name, family, kind, resource, acc, vcpus, mem, efa, nodes in INSTANCE_TYPES:
         it, _ = InstanceType.objects.update_or_create(
             name=name,
-            defaults=dict(family=family, accelerator_kind=kind, accelerator_resource=resource,
-                          accelerators=acc, vcpus=vcpus, memory_gib=mem, efa_interfaces=efa),
+            defaults=dict(
+                family=family,
+                accelerator_kind=kind,
+                accelerator_resource=resource,
+                accelerators=acc,
+                vcpus=vcpus,
+                memory_gib=mem,
+                efa_interfaces=efa,
+            ),
         )
         NodeGroup.objects.update_or_create(name=f"{family}-nodes", defaults=dict(instance_type=it, node_count=nodes))
         types[name] = it
@@ -86,8 +96,14 @@ def demo_load() -> dict:
     for name, description, weight, sharing, pct, preempt in TEAMS:
         teams[name], _ = Team.objects.update_or_create(
             name=name,
-            defaults=dict(namespace=f"hyperpod-ns-{name}", description=description, fair_share_weight=weight,
-                          sharing=sharing, borrow_limit_pct=pct, preempt_team_tasks=preempt),
+            defaults=dict(
+                namespace=f"hyperpod-ns-{name}",
+                description=description,
+                fair_share_weight=weight,
+                sharing=sharing,
+                borrow_limit_pct=pct,
+                preempt_team_tasks=preempt,
+            ),
         )
     for team_name, allocations in ALLOCATIONS.items():
         for type_name, fields in allocations.items():
@@ -103,7 +119,8 @@ def demo_load() -> dict:
     for username, full_name, role, team_names in USERS:
         first, last = full_name.split(" ", 1)
         user, created = User.objects.get_or_create(
-            username=username, defaults=dict(first_name=first, last_name=last, role=role, email=f"{username}@example.com")
+            username=username,
+            defaults=dict(first_name=first, last_name=last, role=role, email=f"{username}@example.com"),
         )
         if created:
             user.set_password(DEMO_PASSWORD)

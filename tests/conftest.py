@@ -17,8 +17,14 @@ def make_user(username, role, teams=()):
 @pytest.fixture
 def p5(db):
     it = InstanceType.objects.create(
-        name="ml.p5.48xlarge", family="p5", accelerator_kind="NVIDIA H100", accelerator_resource="gpu",
-        accelerators=8, vcpus=192, memory_gib=2048, efa_interfaces=32,
+        name="ml.p5.48xlarge",
+        family="p5",
+        accelerator_kind="NVIDIA H100",
+        accelerator_resource="gpu",
+        accelerators=8,
+        vcpus=192,
+        memory_gib=2048,
+        efa_interfaces=32,
     )
     NodeGroup.objects.create(name="p5-nodes", instance_type=it, node_count=2)
     return it

@@ -7,8 +7,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.mark.parametrize(
     "role, username, heading",
-    [("admin", "ada", "Cluster overview"), ("manager", "maya", "Utilization at a glance"),
-     ("scientist", "sam", "My work")],
+    [
+        ("admin", "ada", "Cluster overview"),
+        ("manager", "maya", "Utilization at a glance"),
+        ("scientist", "sam", "My work"),
+    ],
 )
 def test_each_role_logs_in_and_sees_its_home(users, login, page, role, username, heading):
     login(username)

@@ -8,11 +8,23 @@ pytestmark = pytest.mark.django_db
 
 def test_demo_data_is_realistic_and_idempotent():
     demo_load()
-    counts = [InstanceType.objects.count(), NodeGroup.objects.count(), Team.objects.count(),
-              ComputeAllocation.objects.count(), User.objects.count(), PriorityClass.objects.count()]
+    counts = [
+        InstanceType.objects.count(),
+        NodeGroup.objects.count(),
+        Team.objects.count(),
+        ComputeAllocation.objects.count(),
+        User.objects.count(),
+        PriorityClass.objects.count(),
+    ]
     demo_load()
-    assert counts == [InstanceType.objects.count(), NodeGroup.objects.count(), Team.objects.count(),
-                      ComputeAllocation.objects.count(), User.objects.count(), PriorityClass.objects.count()]
+    assert counts == [
+        InstanceType.objects.count(),
+        NodeGroup.objects.count(),
+        Team.objects.count(),
+        ComputeAllocation.objects.count(),
+        User.objects.count(),
+        PriorityClass.objects.count(),
+    ]
     p5 = InstanceType.objects.get(name="ml.p5.48xlarge")
     assert (p5.accelerators, p5.vcpus, p5.memory_gib) == (8, 192, 2048)
     trn = InstanceType.objects.get(name="ml.trn1.32xlarge")

@@ -28,10 +28,17 @@ def test_production_without_secret_stops_with_one_clear_line(tmp_path):
 def test_check_deploy_reports_nothing_in_production_mode(tmp_path):
     secret = "k" * 10 + "-Zq8#pL2vW9xR4tY7uI0oP3aS6dF1gH5jK8lM2nB4vC7xZ0"
     result = run_manage(
-        "check", "--deploy", "--fail-level", "DEBUG",
+        "check",
+        "--deploy",
+        "--fail-level",
+        "DEBUG",
         env_overrides={
-            "DEBUG": "false", "SECRET_KEY": secret, "PORTAL_VAR_DIR": str(tmp_path),
-            "SECURE_SSL_REDIRECT": "true", "SESSION_COOKIE_SECURE": "true", "CSRF_COOKIE_SECURE": "true",
+            "DEBUG": "false",
+            "SECRET_KEY": secret,
+            "PORTAL_VAR_DIR": str(tmp_path),
+            "SECURE_SSL_REDIRECT": "true",
+            "SESSION_COOKIE_SECURE": "true",
+            "CSRF_COOKIE_SECURE": "true",
         },
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -44,12 +51,18 @@ def test_database_url_selects_the_database(settings):
 
 
 def test_sqlite_is_the_embedded_default(tmp_path):
-    code = "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_BROKER_URL)"
+    code = (
+        "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_BROKER_URL)"
+    )
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"}}
     env.update({"DEBUG": "true", "PORTAL_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "portal.settings"})
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup(); " + code],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://"]

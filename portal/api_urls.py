@@ -7,7 +7,7 @@ from portal.api_views import MeView
 
 router = DefaultRouter()
 
-for module in ("quotas.api", "scheduling.api"):
+for module in ("quotas.api", "scheduling.api", "scheduling.usage.api", "scheduling.kube.api"):
     try:
         __import__(module, fromlist=["register"]).register(router)
     except ModuleNotFoundError as exc:

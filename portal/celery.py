@@ -19,11 +19,12 @@ def _beat_schedule(sender, **kwargs):
     schedule = {
         "admission-loop": ("scheduling.tasks.admission_tick", settings.ADMISSION_INTERVAL.total_seconds()),
         "simulated-cluster": ("scheduling.tasks.cluster_tick", 2.0),
-        "usage-sample": ("scheduling.tasks.usage_sample", 60.0),
-        "usage-rollup": ("scheduling.tasks.usage_rollup", 300.0),
-        "alerts": ("scheduling.tasks.alerts_evaluate", 60.0),
         "demo-traffic": ("scheduling.tasks.demo_traffic_tick", 10.0),
-        "inventory-sync": ("scheduling.tasks.inventory_sync", 300.0),
+        "usage-sample": ("scheduling.usage.tasks.usage_sample", settings.USAGE_SAMPLE_SECONDS),
+        "usage-rollup": ("scheduling.usage.tasks.usage_rollup", 300.0),
+        "usage-prune": ("scheduling.usage.tasks.usage_prune", 3600.0),
+        "alerts": ("scheduling.usage.tasks.alerts_evaluate", 60.0),
+        "inventory-sync": ("scheduling.kube.tasks.inventory_sync", 300.0),
     }
     sender.conf.beat_schedule = {
         name: {"task": task, "schedule": seconds} for name, (task, seconds) in schedule.items() if task in sender.tasks

@@ -5,15 +5,16 @@ from django.urls import NoReverseMatch, reverse
 # (label, url name, who sees it: "all" | "admin" | "reader" (admin+manager))
 ENTRIES = [
     ("Home", "home", "all"),
-    ("Jobs", "scheduling:job-list", "all"),
-    ("Submit", "scheduling:job-submit", "all"),
+    ("Jobs", "jobs:job-list", "all"),
+    ("Submit", "jobs:job-submit", "all"),
     ("Teams", "quotas:team-list", "all"),
     ("Cluster", "quotas:cluster", "admin"),
     ("Policy", "quotas:policy", "admin"),
-    ("Usage", "scheduling:usage", "reader"),
-    ("Reports", "scheduling:reports", "reader"),
-    ("Alerts", "scheduling:alerts", "admin"),
-    ("Loop", "scheduling:admission-runs", "admin"),
+    ("Usage", "usage:dashboard", "reader"),
+    ("Reports", "usage:reports", "reader"),
+    ("Alerts", "usage:alerts", "admin"),
+    ("Loop", "jobs:admission-runs", "admin"),
+    ("Kubernetes", "kube:inventory", "admin"),
 ]
 
 

@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "quotas",
     "scheduling",
+    "scheduling.usage",
+    "scheduling.kube",
     "portal",
 ]
 
@@ -201,6 +203,12 @@ SIMULATED_TIME_SCALE = env.float("SIMULATED_TIME_SCALE", default=1.0)
 SIMULATED_FAILURE_RATE = env.float("SIMULATED_FAILURE_RATE", default=0.03)
 DEMO_TRAFFIC = env.bool("DEMO_TRAFFIC", default=False)
 KUBECONFIG = env.str("KUBECONFIG", default="")
+
+# Usage sampling and reports.
+USAGE_SAMPLE_SECONDS = env.float("USAGE_SAMPLE_SECONDS", default=60.0)
+USAGE_RAW_RETENTION_DAYS = env.int("USAGE_RAW_RETENTION_DAYS", default=14)
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")  # empty: /metrics is open only with METRICS_PUBLIC
+METRICS_PUBLIC = env.bool("METRICS_PUBLIC", default=False)
 
 LOGGING = {
     "version": 1,

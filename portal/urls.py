@@ -22,7 +22,9 @@ urlpatterns = [
 # Apps add their pages here as they grow; each app owns its urls module.
 for prefix, module, namespace in [
     ("", "quotas.urls", "quotas"),
-    ("", "scheduling.urls", "scheduling"),
+    ("", "scheduling.urls", "jobs"),
+    ("", "scheduling.usage.urls", "usage"),
+    ("", "scheduling.kube.urls", "kube"),
 ]:
     try:
         urlpatterns.append(path(prefix, include((module, namespace))))

@@ -1,0 +1,87 @@
+"""The database as the engine sees it: one function turns the current state into an engine Snapshot.
+
+The admission loop, the team status shown on pages, and usage sampling all read the cluster through
+here, so they agree on what "quota", "usage" and "pending" mean.
+"""
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.db.models import Min, Sum
+from django.utils import timezone
+
+from quotas.models import ClusterPolicy, ComputeAllocation, InstanceType, PriorityClass, Team
+from scheduling import engine
+from scheduling.models import ACTIVE_STATES, QUEUED_STATES, Job
+
+
+def lowest_priority() -> int:
+    """A job without a priority class ranks below every class."""
+    lowest = PriorityClass.objects.aggregate(m=Min("weight"))["m"]
+    return (lowest if lowest is not None else 1) - 1
+
+
+def engine_instance_types() -> list[engine.InstanceType]:
+    types = InstanceType.objects.annotate(nodes=Sum("node_groups__node_count")).order_by("name")
+    return [engine.InstanceType(name=it.name, capacity=it.capacity(), count=it.nodes or 0) for it in types]
+
+
+def engine_teams() -> list[engine.Team]:
+    quotas: dict[int, dict[str, dict[str, float]]] = defaultdict(dict)
+    for alloc in ComputeAllocation.objects.select_related("instance_type"):
+        quotas[alloc.team_id][alloc.instance_type.name] = alloc.resolved()
+    return [
+        engine.Team(
+            name=team.name,
+            quota=quotas.get(team.pk, {}),
+            cohort=team.cohort or None,
+            fair_share_weight=team.fair_share_weight,
+            sharing=team.sharing,
+            borrow_limit_pct=team.borrow_limit_pct,
+            preempt_team_tasks=team.preempt_team_tasks,
+        )
+        for team in Team.objects.order_by("name")
+    ]
+
+
+def engine_policy() -> engine.Policy:
+    policy = ClusterPolicy.load()
+    return engine.Policy(task_prioritization=policy.task_prioritization, idle_compute=policy.idle_compute)
+
+
+def job_workload(job: Job, *, lowest: int) -> engine.Workload:
+    active = job.state in ACTIVE_STATES
+    return engine.Workload(
+        name=str(job.pk),
+        team=job.team.name,
+        requests=job.requests(),
+        pods=job.pods,
+        priority=job.priority_class.weight if job.priority_class_id else lowest,
+        submit=job.submitted_at.timestamp(),
+        instance_type=job.instance_type.name if job.instance_type_id else None,
+        running_on=job.assigned_instance_type.name if active and job.assigned_instance_type_id else None,
+        nodes=list(job.placement) if active and job.placement else None,
+        admitted_at=job.admitted_at.timestamp() if active and job.admitted_at else None,
+    )
+
+
+def build_snapshot(*, now: datetime | None = None, include_queued: bool = True, jobs=None) -> engine.Snapshot:
+    """The engine's view of the cluster now: inventory, teams with resolved quota, policy, and jobs.
+
+    `jobs` may be a queryset already locked by the caller (the admission loop locks the rows it decides on).
+    """
+    now = now or timezone.now()
+    states = ACTIVE_STATES + (QUEUED_STATES if include_queued else ())
+    if jobs is None:
+        jobs = Job.objects.filter(state__in=states)
+    jobs = jobs.select_related("team", "instance_type", "assigned_instance_type", "priority_class").order_by(
+        "submitted_at", "pk"
+    )
+    lowest = lowest_priority()
+    return engine.Snapshot(
+        instance_types=engine_instance_types(),
+        teams=engine_teams(),
+        workloads=[job_workload(job, lowest=lowest) for job in jobs],
+        policy=engine_policy(),
+        now=now.timestamp(),
+    )

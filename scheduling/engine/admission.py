@@ -1,0 +1,307 @@
+"""The scheduler: queues, the settle loop and admission, kept incrementally across events.
+
+`Scheduler` holds the whole state (usage ledger, nodes, queues). `settle(now)` repeats admission and
+preemption until nothing changes. Each team offers one candidate, the first of its queue heads that can be
+admitted (possibly with preemption); candidates wait in a heap ordered by the idle-compute policy and are
+re-checked when popped, since others' admissions may have used the room. A team with no candidate is
+*blocked* and is not looked at again until something it could use is released.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from . import preemption
+from .fairshare import dominant_share, fair_shares
+from .model import InstanceType, Policy, Team
+from .placement import NodePool
+from .queues import FINISHED, PENDING, RUNNING, Job, TeamQueue
+from .quota import EPS, FITS, INF, QuotaBook, TeamBook
+
+
+class TeamState:
+    """A team's book (limits, usage) plus what the scheduler needs: queue, running work, policies."""
+
+    def __init__(self, book: TeamBook, ranking: bool, flavors: int, resources: int):
+        team = book.team
+        self.book = book
+        self.idx = book.idx
+        self.name = book.name
+        self.queue = TeamQueue(ranking)
+        self.running: list[dict[Job, None]] = [{} for _ in range(flavors)]
+        self.pending_demand = [[0.0] * resources for _ in range(flavors)]
+        self.quota_order: list[int] = []
+        self.within = team.within_team or team.preempt_team_tasks
+        self.reclaim = team.reclaim_within_cohort
+        self.borrow_within = team.borrow_within_cohort
+        self.version = 0
+        self.hopes_reclaim = False
+        self.group = book.cohort.name if book.cohort is not None else ("alone", book.idx)
+
+    @property
+    def home(self) -> int | None:
+        return self.quota_order[0] if self.quota_order else None
+
+
+class Scheduler:
+    def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy,
+                 resources: list[str]):
+        self.flavor_names = [it.name for it in instance_types]
+        self.resources = resources
+        ridx = {r: i for i, r in enumerate(resources)}
+        capacity_total, self.pools = [], []
+        for it in instance_types:
+            per_node = [float(it.capacity.get(r, 0.0)) for r in resources]
+            if it.count is None:
+                capacity_total.append([INF] * len(resources))
+                self.pools.append(None)
+            else:
+                capacity_total.append([amount * it.count for amount in per_node])
+                self.pools.append(NodePool(per_node, it.count, resources) if it.count else None)
+        self.book = QuotaBook(self.flavor_names, resources, teams, capacity_total)
+        self.ridx = ridx
+        self.fidx = self.book.fidx
+        ranking = policy.task_prioritization == "task-ranking"
+        self.fair = policy.idle_compute == "fair-share"
+        self.teams = [TeamState(b, ranking, len(self.flavor_names), len(resources)) for b in self.book.teams]
+        for state, team in zip(self.teams, teams, strict=True):
+            state.quota_order = [self.fidx[name] for name in team.quota]
+        self.by_name = {t.name: t for t in self.teams}
+        self.shared_flavor = [
+            pool is not None or any(cap != INF for cap in capacity_total[f]) or any(self.book.uncovered[f])
+            for f, pool in enumerate(self.pools)
+        ]
+        self.jobs: dict[str, Job] = {}
+        self.dirty: set[int] = set()
+        self.blocked: dict[object, set[int]] = {}
+        self.log: list[tuple] = []
+        self.changes = 0
+        self.demand_version: dict[object, int] = {}
+        self._fair_cache: dict[object, tuple[int, dict]] = {}
+        self.now = 0.0
+
+    # ----- workloads coming and going -------------------------------------------------------------------
+
+    def make_job(self, name, seq, team, requests, pods, priority, submit, want, duration=None) -> Job:
+        per_pod = [0.0] * len(self.resources)
+        for resource, amount in requests.items():
+            per_pod[self.ridx[resource]] = float(amount)
+        want_idx = self.fidx[want] if want is not None else None
+        job = Job(name, seq, self.by_name[team], per_pod, pods, priority, submit, want_idx, duration)
+        self.jobs[name] = job
+        return job
+
+    def submit(self, job: Job) -> None:
+        team = job.team
+        job.state = PENDING
+        team.queue.push(job)
+        self._demand(job, team.pending_demand, 1)
+        self.dirty.add(team.idx)
+
+    def start_running(self, job: Job, flavor: int, nodes: list[int] | None, since: float) -> None:
+        """Record a workload admitted before the engine took over (nodes None = place it now)."""
+        pool = self.pools[flavor]
+        if pool is not None and nodes is None:
+            nodes = pool.place(job.per_pod, job.nz, job.pods)
+            if nodes is None:
+                raise ValueError(f"{job.name} does not fit on the free {self.flavor_names[flavor]} nodes")
+        self._start(job, flavor, nodes)
+        job.admitted_at = job.first_admitted_at = since
+
+    def start_running_unplaced(self, job: Job, flavor: int, since: float) -> None:
+        """Record admitted work whose pods the engine cannot place (a live cluster out of step)."""
+        self._start(job, flavor, None)
+        job.admitted_at = job.first_admitted_at = since
+
+    def finish(self, job: Job, now: float) -> None:
+        self._stop(job)
+        job.state = FINISHED
+        job.finished_at = now
+
+    def _demand(self, job: Job, grid, sign: int) -> None:
+        flavor = job.want if job.want is not None else job.team.home
+        if flavor is not None:
+            row = grid[flavor]
+            for r in job.nz:
+                row[r] += sign * job.total[r]
+        self._demand_changed(job.team)
+
+    def _demand_changed(self, team: TeamState) -> None:
+        self.demand_version[team.group] = self.demand_version.get(team.group, 0) + 1
+
+    def _start(self, job: Job, flavor: int, nodes) -> None:
+        team = job.team
+        self.book.apply(team.book, flavor, job.total, job.nz, 1)
+        if nodes is not None:
+            self.pools[flavor].take(nodes, job.per_pod, job.nz)
+        team.running[flavor][job] = None
+        job.state, job.flavor, job.nodes = RUNNING, flavor, nodes
+        job.admitted_at = self.now
+        if job.first_admitted_at is None:
+            job.first_admitted_at = self.now
+        job.run += 1
+        self.changes += 1
+        self._demand_changed(team)
+        if team.book.cohort is not None and team.book.borrowing(flavor, job.nz):
+            self._wake(team.group, hopeful_only=not self.fair)
+
+    def _stop(self, job: Job) -> None:
+        team, flavor = job.team, job.flavor
+        self.book.apply(team.book, flavor, job.total, job.nz, -1)
+        if job.nodes is not None:
+            self.pools[flavor].release(job.nodes, job.per_pod, job.nz)
+        del team.running[flavor][job]
+        self.changes += 1
+        self._demand_changed(team)
+        if self.shared_flavor[flavor]:
+            for group in list(self.blocked):
+                self._wake(group)
+        else:
+            self._wake(team.group)
+
+    def _evict(self, victim: Job, by: Job, reason: str) -> None:
+        self._stop(victim)
+        victim.flavor = victim.nodes = None
+        victim.preemptions += 1
+        victim.admitted_at = None
+        self.log.append(("preempted", victim, by, reason))
+        self.submit(victim)
+
+    def _wake(self, group, hopeful_only: bool = False) -> None:
+        blocked = self.blocked.get(group)
+        if not blocked:
+            return
+        if hopeful_only:
+            hopeful = {i for i in blocked if self.teams[i].hopes_reclaim}
+            self.dirty |= hopeful
+            blocked -= hopeful
+        else:
+            self.dirty |= blocked
+            blocked.clear()
+
+    # ----- settling -------------------------------------------------------------------------------------
+
+    def wake_all(self) -> None:
+        self.dirty.update(t.idx for t in self.teams if t.queue.size)
+        self.blocked.clear()
+
+    def settle(self, now: float) -> None:
+        """Admit and preempt until nothing changes; what happened is appended to `self.log`."""
+        self.now = now
+        heap: list[tuple] = []
+        budget = 50 * (len(self.jobs) + 10)
+        while budget > 0:
+            if self.dirty:
+                dirty, self.dirty = self.dirty, set()
+                for idx in dirty:
+                    self._offer(self.teams[idx], heap)
+            if not heap:
+                break
+            key, _, idx, version, changes, job, plan = heapq.heappop(heap)
+            team = self.teams[idx]
+            if version != team.version:
+                continue
+            if changes != self.changes:
+                fresh = self._offer(team, None)
+                if fresh is None:
+                    continue
+                if fresh[0] > key:
+                    heapq.heappush(heap, fresh)
+                    continue
+                job, plan = fresh[5], fresh[6]
+            budget -= 1 + len(plan[3])
+            self._admit(job, plan)
+            self.dirty.add(idx)
+
+    def _offer(self, team: TeamState, heap) -> tuple | None:
+        """Push the team's best candidate (or return it when heap is None); block the team if it has none."""
+        team.version += 1
+        if team.queue.size:
+            for job in team.queue.heads():
+                plan = self.plan(job)
+                if plan is not None:
+                    entry = (self._key(team, job, plan), job.seq, team.idx, team.version, self.changes, job, plan)
+                    if heap is not None:
+                        heapq.heappush(heap, entry)
+                    return entry
+            team.hopes_reclaim = any(self._within_nominal(job) for job in team.queue.heads())
+            self.blocked.setdefault(team.group, set()).add(team.idx)
+        return None
+
+    def _key(self, team: TeamState, job: Job, plan) -> tuple:
+        if self.fair:
+            return (dominant_share(self.book, team.book, plan[0], job.total), job.key)
+        return (plan[2], job.key)
+
+    def _within_nominal(self, job: Job) -> bool:
+        book = job.team.book
+        return any(
+            all(book.usage[f][r] + job.total[r] <= book.nominal[f][r] + EPS for r in job.nz)
+            for f in self.flavors_for(job)
+        )
+
+    def flavors_for(self, job: Job) -> list[int]:
+        return [job.want] if job.want is not None else job.team.quota_order
+
+    def plan(self, job: Job):
+        """How `job` could be admitted now: (flavor, nodes, borrows, victims), or None.
+
+        Instance types are tried in the team's quota order, preferring one that fits without borrowing,
+        then with borrowing, then with preemption.
+        """
+        book, team = self.book, job.team.book
+        borrowing_plan = None
+        flavors = self.flavors_for(job)
+        for f in flavors:
+            code, borrows = book.check(team, f, job.total, job.nz)
+            if code != FITS:
+                continue
+            nodes = None
+            pool = self.pools[f]
+            if pool is not None:
+                nodes = pool.place(job.per_pod, job.nz, job.pods)
+                if nodes is None:
+                    continue
+            if not borrows:
+                return (f, nodes, False, ())
+            if borrowing_plan is None:
+                borrowing_plan = (f, nodes, True, ())
+        if borrowing_plan is not None:
+            return borrowing_plan
+        for f in flavors:
+            found = preemption.find_victims(self, job, f)
+            if found is not None:
+                victims, nodes = found
+                removed = preemption.removal(victims, f)
+                _, borrows = book.check(team, f, job.total, job.nz, removed)
+                return (f, nodes, borrows, victims)
+        return None
+
+    def _admit(self, job: Job, plan) -> None:
+        flavor, nodes, borrows, victims = plan
+        for victim, reason in victims:
+            self._evict(victim, job, reason)
+        team = job.team
+        team.queue.pop(job)
+        self._demand(job, team.pending_demand, -1)
+        self._start(job, flavor, nodes)
+        self.log.append(("admitted", job, flavor, borrows))
+
+    # ----- fair share -----------------------------------------------------------------------------------
+
+    def fair_share(self, team: TeamState):
+        group = team.group
+        version = self.demand_version.get(group, 0)
+        cached = self._fair_cache.get(group)
+        if cached is None or cached[0] != version:
+            members = team.book.cohort.members if team.book.cohort is not None else [team.book]
+            demand = {}
+            for member in members:
+                state = self.teams[member.idx]
+                demand[member.idx] = [
+                    [u + p for u, p in zip(urow, prow, strict=True)]
+                    for urow, prow in zip(member.usage, state.pending_demand, strict=True)
+                ]
+            cached = (version, fair_shares(self.book, members, demand))
+            self._fair_cache[group] = cached
+        return cached[1][team.idx]

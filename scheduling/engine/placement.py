@@ -1,0 +1,94 @@
+"""Pods on nodes: best-fit placement of a gang onto one instance type's nodes.
+
+Nodes are bucketed by the free amount of one key resource (the first accelerator, else vCPUs), so finding
+the tightest node that fits a pod looks at a few buckets rather than every node.
+"""
+
+from __future__ import annotations
+
+from .quota import EPS, is_accelerator
+
+
+class NodePool:
+    def __init__(self, capacity: list[float], count: int, resources: list[str]):
+        self.capacity = capacity
+        self.free = [list(capacity) for _ in range(count)]
+        present = [r for r, amount in enumerate(capacity) if amount > 0]
+        accelerators = [r for r in present if is_accelerator(resources[r])]
+        cpu = [r for r in present if resources[r] == "cpu"]
+        self.key = (accelerators or cpu or present or [0])[0]
+        self.buckets: dict[float, set[int]] = {}
+        for node in range(count):
+            self._file(node)
+
+    def _file(self, node: int) -> None:
+        self.buckets.setdefault(self.free[node][self.key], set()).add(node)
+
+    def _unfile(self, node: int) -> None:
+        amount = self.free[node][self.key]
+        bucket = self.buckets[amount]
+        bucket.discard(node)
+        if not bucket:
+            del self.buckets[amount]
+
+    def place(self, per_pod, nz, pods: int, extra: dict[int, list[float]] | None = None) -> list[int] | None:
+        """Nodes for every pod of a gang (best fit), or None if they do not all fit.
+
+        `extra` adds free amounts on some nodes, as if workloads there were preempted.
+        """
+        need = per_pod[self.key]
+        placed: dict[int, int] = {}
+        out: list[int] = []
+        candidates = None
+        for _ in range(pods):
+            node = None
+            if extra:
+                node = self._first_fit(sorted(extra, key=lambda n: self._free(n, extra)[self.key]),
+                                       per_pod, nz, placed, extra)
+            if node is None:
+                if candidates is None:
+                    candidates = [self.buckets[k] for k in sorted(self.buckets) if k + EPS >= need]
+                for bucket in candidates:
+                    node = self._first_fit(bucket, per_pod, nz, placed, extra)
+                    if node is not None:
+                        break
+            if node is None:
+                return None
+            placed[node] = placed.get(node, 0) + 1
+            out.append(node)
+        return out
+
+    def _free(self, node: int, extra) -> list[float]:
+        free = self.free[node]
+        more = extra.get(node) if extra else None
+        return [a + b for a, b in zip(free, more, strict=True)] if more else free
+
+    def _first_fit(self, nodes, per_pod, nz, placed, extra) -> int | None:
+        for node in nodes:
+            free = self._free(node, extra)
+            already = placed.get(node, 0) + 1
+            if all(free[r] - already * per_pod[r] >= -EPS for r in nz):
+                return node
+        return None
+
+    def take(self, nodes: list[int], per_pod, nz, sign: int = 1) -> None:
+        for node in nodes:
+            self._unfile(node)
+            free = self.free[node]
+            for r in nz:
+                amount = free[r] - sign * per_pod[r]
+                free[r] = 0.0 if -EPS < amount < EPS else amount
+            self._file(node)
+
+    def release(self, nodes: list[int], per_pod, nz) -> None:
+        self.take(nodes, per_pod, nz, sign=-1)
+
+    def fits_count(self, per_pod, nz) -> int:
+        """How many pods of this shape fit on the free nodes right now."""
+        total = 0
+        for free in self.free:
+            total += int(min((free[r] + EPS) // per_pod[r] for r in nz if per_pod[r] > 0) if nz else 0)
+        return total
+
+    def largest_gap(self, r: int) -> float:
+        return max((free[r] for free in self.free), default=0.0)

@@ -1,0 +1,161 @@
+"""Choosing victims: who may be preempted to admit a workload, and the smallest such set.
+
+Three kinds of victim, each named in the preemption event:
+- "priority": the claimant's own team's lower-priority work, where the team allows it (`within_team`, or
+  `preempt_team_tasks: LowerPriority`); `LowerOrNewerEqualPriority` adds equal-priority, newer work.
+- "reclaim": the claimant fits its team's nominal quota, so it takes back quota lent to teams of its
+  cohort that are borrowing (only lower-priority work with `reclaim_within_cohort: LowerPriority`).
+- "fair-share": with idle compute by fair share, a team below its fair share takes borrowed work from a
+  team above it, never pushing that team below its nominal quota nor leaving its share below the
+  claimant's share after admission (so the victim cannot turn round and preempt back). A team of weight
+  0 holds borrowed capacity only until someone else wants it.
+Victims are ranked lowest priority first, then most recently admitted. One victim that suffices is
+preferred; otherwise victims are taken in rank order until the claimant fits, and any that turn out not
+to be needed are given back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .fairshare import dominant_share
+from .quota import EPS, FITS
+
+if TYPE_CHECKING:
+    from .admission import Scheduler
+    from .queues import Job
+
+
+def find_victims(s: Scheduler, job: Job, f: int):
+    """(victims as [(job, reason)], nodes) that let `job` run on flavor `f`, or None."""
+    candidates = _candidates(s, job, f)
+    if not candidates:
+        return None
+    candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
+    claimant = job.team.book
+    claimant_share = dominant_share(s.book, claimant, f, job.total)
+    removed: dict[int, list[float]] = {}
+    chosen = []
+    for victim, reason in candidates:
+        if not _eligible(s, job, victim, reason, removed, claimant_share):
+            continue
+        _take(removed, victim, 1)
+        chosen.append((victim, reason))
+        nodes = _fits(s, job, f, removed, chosen)
+        if nodes is not False:
+            break
+    else:
+        return None
+    if len(chosen) > 1:
+        for victim, reason in candidates:
+            alone = [(victim, reason)]
+            if _eligible(s, job, victim, reason, {}, claimant_share):
+                nodes = _fits(s, job, f, removal(alone, f), alone)
+                if nodes is not False:
+                    return alone, nodes
+        for i in range(len(chosen) - 2, -1, -1):
+            victim = chosen[i][0]
+            _take(removed, victim, -1)
+            rest = chosen[:i] + chosen[i + 1:]
+            if _fits(s, job, f, removed, rest) is not False:
+                chosen = rest
+            else:
+                _take(removed, victim, 1)
+        nodes = _fits(s, job, f, removed, chosen)
+    return chosen, nodes
+
+
+def removal(victims, f: int) -> dict[int, list[float]]:
+    removed: dict[int, list[float]] = {}
+    for victim, _ in victims:
+        _take(removed, victim, 1)
+    return removed
+
+
+def _take(removed, victim: Job, sign: int) -> None:
+    vec = removed.get(victim.team.idx)
+    if vec is None:
+        vec = removed[victim.team.idx] = [0.0] * len(victim.total)
+    for r in victim.nz:
+        vec[r] += sign * victim.total[r]
+
+
+def _candidates(s: Scheduler, job: Job, f: int) -> list:
+    team = job.team
+    out = []
+    if team.within != "Never":
+        newer_too = team.within == "LowerOrNewerEqualPriority"
+        for victim in team.running[f]:
+            if victim.priority < job.priority or (
+                newer_too and victim.priority == job.priority and (victim.submit, victim.seq) > (job.submit, job.seq)
+            ):
+                out.append((victim, "priority"))
+    book = team.book
+    cohort = book.cohort
+    if cohort is None or team.reclaim == "Never":
+        return out
+    usage, nominal = book.usage[f], book.nominal[f]
+    if all(usage[r] + job.total[r] <= nominal[r] + EPS for r in job.nz):
+        reason = "reclaim"
+    elif s.fair and _below_fair_share(s, job, f):
+        reason = "fair-share"
+    elif team.borrow_within == "LowerPriority":
+        reason = "priority"
+    else:
+        return out
+    lower_only = reason == "priority" or team.reclaim == "LowerPriority"
+    for other in cohort.members:
+        if other is book or not other.borrowing(f, job.nz):
+            continue
+        for victim in s.teams[other.idx].running[f]:
+            if lower_only and victim.priority >= job.priority:
+                continue
+            if any(victim.total[r] > 0 for r in job.nz):
+                out.append((victim, reason))
+    return out
+
+
+def _below_fair_share(s: Scheduler, job: Job, f: int) -> bool:
+    usage = job.team.book.usage[f]
+    share = s.fair_share(job.team)[f]
+    return any(usage[r] < share[r] - EPS for r in job.nz)
+
+
+def _eligible(s: Scheduler, job: Job, victim: Job, reason: str, removed, claimant_share: float) -> bool:
+    if reason == "priority" and victim.team is job.team:
+        return True
+    other = victim.team.book
+    f = victim.flavor
+    gone = removed.get(other.idx)
+    after = [
+        u - (gone[r] if gone else 0.0) - (victim.total[r] if reason != "reclaim" else 0.0)
+        for r, u in enumerate(other.usage[f])
+    ]
+    if reason == "reclaim":
+        return any(after[r] > other.nominal[f][r] + EPS for r in job.nz)
+    if any(after[r] < other.nominal[f][r] - EPS for r in victim.nz):
+        return False
+    if reason == "priority":
+        return True
+    if other.weight == 0 and job.team.book.weight > 0:
+        return True
+    delta = [a - u for a, u in zip(after, other.usage[f], strict=True)]
+    return dominant_share(s.book, other, f, delta) >= claimant_share - EPS
+
+
+def _fits(s: Scheduler, job: Job, f: int, removed, victims):
+    """Nodes (None without a cluster) if `job` fits once `victims` are gone, else False."""
+    code, _ = s.book.check(job.team.book, f, job.total, job.nz, removed)
+    if code != FITS:
+        return False
+    pool = s.pools[f]
+    if pool is None:
+        return None
+    extra: dict[int, list[float]] = {}
+    for victim, _ in victims:
+        for node in victim.nodes or ():
+            vec = extra.setdefault(node, [0.0] * len(victim.total))
+            for r in victim.nz:
+                vec[r] += victim.per_pod[r]
+    nodes = pool.place(job.per_pod, job.nz, job.pods, extra)
+    return False if nodes is None else nodes

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Engine speed through simulate's own code path (build the scenario dict, then simulate_scenario).
+
+Prints, never asserts: Kueue's baseline and large-scale scheduler-performance scenarios beside Kueue's
+published figures, and a replay of the Philly trace hard-partitioned and shared, each at a quarter, half
+and all of the workload set so the growth of cost can be read off.
+
+Usage: .venv/bin/python bench/engine.py [--quick] [baseline] [large-scale] [philly]
+  --quick  runs baseline and a quarter of the others only
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import os
+import sys
+import time
+from collections import defaultdict
+from datetime import datetime
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+sys.path.insert(0, ROOT)
+
+from scheduling.engine import simulate_scenario  # noqa: E402
+
+KUEUE = {
+    "baseline": {"wall_s": 351.1, "cpu_s": "~140", "usage": "55.9", "large": 16.5, "medium": 76.8, "small": 215.5},
+    "large-scale": {"wall_s": 1179.4, "cpu_s": "?", "usage": ">=31.6", "large": 105.6, "medium": 256.4,
+                    "small": 700.4},
+}
+PHILLY_NODES = {"6214e9": 64, "b436b2": 64, "ee9e8c": 64, "7f04ca": 32, "6c71a0": 32, "0e4a51": 32,
+                "11cb48": 16, "e13805": 16, "2869ce": 16, "ed69ec": 8, "103959": 8}  # fmt: skip
+FRACTIONS = (0.25, 0.5, 1.0)
+
+
+def kueue_scenario(name: str) -> dict:
+    path = os.path.join(SHARED, "bench", "kueue_perf.py")
+    spec = importlib.util.spec_from_file_location("kueue_perf", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.scenario(name)
+
+
+def subset_kueue(scenario: dict, fraction: float) -> dict:
+    """Keep the first `fraction` of each team's workloads of each class (the arrival pattern is unchanged)."""
+    counts = defaultdict(int)
+    for w in scenario["workloads"]:
+        counts[w["name"].rsplit("-", 1)[0]] += 1
+    keep = [w for w in scenario["workloads"]
+            if int(w["name"].rsplit("-", 1)[1]) < math.ceil(counts[w["name"].rsplit("-", 1)[0]] * fraction)]
+    return {**scenario, "workloads": keep}
+
+
+def run(scenario: dict) -> tuple[dict, float]:
+    start = time.process_time()
+    out = simulate_scenario(scenario)
+    return out, time.process_time() - start
+
+
+def admitted_intervals(out: dict) -> dict[str, list[tuple[float, float]]]:
+    """Each workload's admitted spans from the event list."""
+    spans, open_at = defaultdict(list), {}
+    last = max((e["t"] for e in out["events"]), default=0)
+    for e in out["events"]:
+        if e["type"] == "admitted":
+            open_at[e["workload"]] = e["t"]
+        elif e["workload"] in open_at:
+            spans[e["workload"]].append((open_at.pop(e["workload"]), e["t"]))
+    for name, t in open_at.items():
+        spans[name].append((t, last))
+    return spans
+
+
+def kueue_figures(scenario: dict, out: dict) -> dict:
+    events = out["events"]
+    submits = [w["submit"] for w in scenario["workloads"]]
+    first = min(submits + [e["t"] for e in events])
+    last = max(e["t"] for e in events)
+    cpu_of = {w["name"]: w["requests"]["cpu"] for w in scenario["workloads"]}
+    used = sum(cpu_of[n] * (b - a) for n, spans in admitted_intervals(out).items() for a, b in spans)
+    nominal = sum(t["quota"]["rf"]["cpu"] for t in scenario["teams"])
+    first_admit = {}
+    for e in events:
+        if e["type"] == "admitted":
+            first_admit.setdefault(e["workload"], e["t"])
+    waits = defaultdict(list)
+    for w in scenario["workloads"]:
+        if w["name"] in first_admit:
+            waits[w["name"].split("-")[-2]].append(first_admit[w["name"]] - w["submit"])
+    return {
+        "usage_pct": 100 * used / (nominal * (last - first)) if last > first else 0.0,
+        "span_s": last - first,
+        "wait": {cls: sum(v) / len(v) for cls, v in waits.items()},
+        "admitted": len(first_admit),
+        "preemptions": sum(1 for e in events if e["type"] == "preempted"),
+    }
+
+
+def philly_scenario(shared: bool, fraction: float = 1.0) -> dict:
+    path = os.path.join(SHARED, "traces", "philly-pollux", "philly.csv")
+    start, stop = datetime(2017, 10, 1), datetime(2017, 11, 30, 23, 59)
+    rows = []
+    with open(path, newline="") as handle:
+        for row in csv.DictReader(handle):
+            if not row.get("timestamp") or row["cluster"] not in PHILLY_NODES:
+                continue
+            when = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
+            if start <= when <= stop:
+                rows.append((when, row))
+    rows.sort(key=lambda item: item[0])
+    rows = rows[: math.ceil(len(rows) * fraction)]
+    origin = rows[0][0]
+    workloads = []
+    for i, (when, row) in enumerate(rows):
+        gpus = int(row["num_gpus"])
+        pods, per_pod = (1, gpus) if gpus <= 8 else ((gpus // 8, 8) if gpus % 8 == 0 else (gpus // 4, 4))
+        workloads.append({
+            "name": f"j{i}", "team": row["cluster"], "submit": (when - origin).total_seconds(),
+            "requests": {"gpu": per_pod}, "pods": pods,
+            "duration": max(1, math.ceil(float(row["duration"]))),
+        })  # fmt: skip
+    teams = [{"name": vc, "cohort": "philly" if shared else None, "quota": {"philly-8gpu": {"count": nodes}}}
+             for vc, nodes in PHILLY_NODES.items()]
+    return {
+        "cluster": {"instance_types": [{"name": "philly-8gpu", "count": 352, "capacity": {"gpu": 8}}]},
+        "policy": {"task_prioritization": "fcfs", "idle_compute": "fair-share"},
+        "teams": teams, "workloads": workloads, "until": 0,
+    }  # fmt: skip
+
+
+def philly_figures(scenario: dict, out: dict) -> dict:
+    gpus = {w["name"]: w["requests"]["gpu"] * w.get("pods", 1) for w in scenario["workloads"]}
+    submit = {w["name"]: w["submit"] for w in scenario["workloads"]}
+    events = out["events"]
+    first_admit, finished = {}, {}
+    for e in events:
+        if e["type"] == "admitted":
+            first_admit.setdefault(e["workload"], e["t"])
+        elif e["type"] == "finished":
+            finished[e["workload"]] = e["t"]
+    last = max(e["t"] for e in events)
+    used = sum(gpus[n] * (b - a) for n, spans in admitted_intervals(out).items() for a, b in spans)
+    done = [n for n in finished if n in submit]
+    return {
+        "jobs": len(scenario["workloads"]),
+        "gpu_util_pct": 100 * used / (352 * 8 * last) if last else 0.0,
+        "avg_jct_s": sum(finished[n] - submit[n] for n in done) / max(1, len(done)),
+        "avg_queue_s": sum(first_admit[n] - submit[n] for n in first_admit) / max(1, len(first_admit)),
+        "unfinished": len(scenario["workloads"]) - len(done),
+        "preemptions": sum(1 for e in events if e["type"] == "preempted"),
+    }
+
+
+def bench_kueue(name: str, fractions) -> list[dict]:
+    full = kueue_scenario(name)
+    rows = []
+    print(f"\n== Kueue {name}: {len(full['workloads'])} workloads, {len(full['teams'])} queues ==")
+    published = KUEUE[name]
+    print(f"Kueue published: wall {published['wall_s']} s, CPU {published['cpu_s']} s, usage {published['usage']} %,"
+          f" wait large {published['large']} / medium {published['medium']} / small {published['small']} s")
+    print(f"{'fraction':>8} {'workloads':>9} {'CPU s':>7} {'us/wl':>6} {'usage %':>7} {'large':>7} {'medium':>7}"
+          f" {'small':>7} {'preempt':>7}")
+    for fraction in fractions:
+        scenario = subset_kueue(full, fraction)
+        out, cpu = run(scenario)
+        fig = kueue_figures(scenario, out)
+        n = len(scenario["workloads"])
+        wait = fig["wait"]
+        print(f"{fraction:>8} {n:>9} {cpu:>7.2f} {1e6 * cpu / n:>6.0f} {fig['usage_pct']:>7.1f}"
+              f" {wait.get('large', 0):>7.1f} {wait.get('medium', 0):>7.1f} {wait.get('small', 0):>7.1f}"
+              f" {fig['preemptions']:>7}")
+        rows.append({"scenario": name, "fraction": fraction, "workloads": n, "cpu_s": cpu, **fig})
+    return rows
+
+
+def bench_philly(fractions) -> list[dict]:
+    rows = []
+    print("\n== Philly trace replay (2017-10-01..2017-11-30, 11 VCs, 352 x 8 GPUs) ==")
+    print(f"{'mode':>6} {'fraction':>8} {'jobs':>6} {'CPU s':>7} {'us/job':>6} {'GPU util %':>10} {'avg JCT s':>10}"
+          f" {'avg queue s':>11} {'preempt':>7}")
+    for shared in (False, True):
+        mode = "shared" if shared else "hard"
+        for fraction in fractions:
+            scenario = philly_scenario(shared, fraction)
+            out, cpu = run(scenario)
+            fig = philly_figures(scenario, out)
+            print(f"{mode:>6} {fraction:>8} {fig['jobs']:>6} {cpu:>7.2f} {1e6 * cpu / fig['jobs']:>6.0f}"
+                  f" {fig['gpu_util_pct']:>10.1f} {fig['avg_jct_s']:>10.0f} {fig['avg_queue_s']:>11.1f}"
+                  f" {fig['preemptions']:>7}")
+            rows.append({"scenario": f"philly-{mode}", "fraction": fraction, "cpu_s": cpu, **fig})
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    if not os.path.isdir(SHARED):
+        sys.exit(f"cannot find {SHARED}: the benchmark needs ../shared beside the repository")
+    quick = "--quick" in argv
+    chosen = [a for a in argv if not a.startswith("--")] or ["baseline", "large-scale", "philly"]
+    rows = []
+    if "baseline" in chosen:
+        rows += bench_kueue("baseline", (1.0,) if quick else FRACTIONS)
+    if "large-scale" in chosen:
+        rows += bench_kueue("large-scale", (0.25,) if quick else FRACTIONS)
+    if "philly" in chosen:
+        rows += bench_philly((0.25,) if quick else FRACTIONS)
+    results = os.path.join(ROOT, "bench", "results")
+    os.makedirs(results, exist_ok=True)
+    target = os.path.join(results, f"engine-{datetime.now():%Y%m%d-%H%M%S}.json")
+    with open(target, "w") as handle:
+        json.dump(rows, handle, indent=1)
+    print(f"\nfigures written to {os.path.relpath(target, ROOT)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

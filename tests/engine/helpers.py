@@ -1,0 +1,41 @@
+"""Small builders shared by the engine tests."""
+
+from scheduling.engine import simulate_scenario
+
+
+def match(expected, got, path="$"):
+    """The spec's partial-match rule: None when `got` contains everything `expected` names."""
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{path}: expected an object"
+        for key, value in expected.items():
+            if key not in got:
+                return f"{path}.{key}: missing"
+            problem = match(value, got[key], f"{path}.{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and isinstance(got, (int, float)):
+        return None if abs(expected - got) <= 1e-6 else f"{path}: expected {expected}, got {got}"
+    return None if expected == got else f"{path}: expected {expected!r}, got {got!r}"
+
+
+def gpu_node(count=2, gpus=8, name="gpu-node"):
+    return {"name": name, "count": count, "capacity": {"gpu": gpus, "cpu": 8 * gpus, "memory": 64 * gpus}}
+
+
+def scenario(teams, workloads, cluster=None, policy=None, until=0):
+    data = {"teams": teams, "workloads": workloads, "until": until}
+    if cluster is not None:
+        data["cluster"] = {"instance_types": cluster}
+    if policy is not None:
+        data["policy"] = policy
+    return data
+
+
+def job(name, team, gpu=1, submit=0, **extra):
+    return {"name": name, "team": team, "submit": submit, "requests": {"gpu": gpu}, **extra}
+
+
+def run(*args, **kwargs):
+    return simulate_scenario(scenario(*args, **kwargs))

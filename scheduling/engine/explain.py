@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .quota import CAPACITY, COHORT, EPS, FITS, INF, TEAM
+from .quota import CAPACITY, COHORT, EPS, FITS, TEAM
 
 if TYPE_CHECKING:
     from .admission import Scheduler
@@ -19,9 +19,9 @@ def number(x: float) -> str:
     return f"{x:.3f}".rstrip("0")
 
 
-def amount(x: float, resource: str) -> str:
+def amount(x: float, resource: str, adjective: str = "") -> str:
     one, many = LABELS.get(resource, (resource, resource))
-    return f"{number(x)} {one if abs(x - 1) < EPS else many}"
+    return f"{number(x)} {adjective + ' ' if adjective else ''}{one if abs(x - 1) < EPS else many}"
 
 
 def unit(resource: str) -> str:
@@ -122,7 +122,8 @@ def _placement(s: Scheduler, job: Job, f: int) -> str:
     res = s.resources[r]
     gap = pool.largest_gap(r)
     if job.pods == 1:
-        return f"quota allows it, but no node has {amount(job.per_pod[r], res)} free (the largest gap is {number(gap)})"
+        free = amount(job.per_pod[r], res, "free")
+        return f"quota allows it, but no node has {free} (the largest gap is {number(gap)})"
     fit = pool.fits_count(job.per_pod, job.nz)
     return (
         f"quota allows it, but its {job.pods} pods of {amount(job.per_pod[r], res)} need a node each and "
@@ -136,5 +137,3 @@ def _preemption_note(s: Scheduler, job: Job, f: int) -> str:
         return "; its team does not preempt its own lower-priority work"
     return ""
 
-
-__all__ = ["explain", "number", "INF"]

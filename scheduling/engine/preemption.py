@@ -9,9 +9,10 @@ Three kinds of victim, each named in the preemption event:
   team above it, never pushing that team below its nominal quota nor leaving its share below the
   claimant's share after admission (so the victim cannot turn round and preempt back). A team of weight
   0 holds borrowed capacity only until someone else wants it.
-Victims are ranked lowest priority first, then most recently admitted. One victim that suffices is
-preferred; otherwise victims are taken in rank order until the claimant fits, and any that turn out not
-to be needed are given back.
+Victims are ranked lowest priority first, then most recently admitted, and taken in that order until
+the claimant fits; any that turn out not to be needed are given back. If that takes several, a single
+victim that suffices on its own and has no higher priority than those replaces them (fewest victims, but
+never more important work to save numbers).
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def find_victims(s: Scheduler, job: Job, f: int):
     else:
         return None
     if len(chosen) > 1:
+        ceiling = max(victim.priority for victim, _ in chosen)
         for victim, reason in candidates:
+            if victim.priority > ceiling:
+                break
             alone = [(victim, reason)]
             if _eligible(s, job, victim, reason, {}, claimant_share):
                 nodes = _fits(s, job, f, removal(alone, f), alone)

@@ -29,8 +29,7 @@ from scheduling.engine import simulate_scenario  # noqa: E402
 
 KUEUE = {
     "baseline": {"wall_s": 351.1, "cpu_s": "~140", "usage": "55.9", "large": 16.5, "medium": 76.8, "small": 215.5},
-    "large-scale": {"wall_s": 1179.4, "cpu_s": "?", "usage": ">=31.6", "large": 105.6, "medium": 256.4,
-                    "small": 700.4},
+    "large-scale": {"wall_s": 1179.4, "cpu_s": "?", "usage": ">=31.6", "large": 105.6, "medium": 256.4, "small": 700.4},
 }
 PHILLY_NODES = {"6214e9": 64, "b436b2": 64, "ee9e8c": 64, "7f04ca": 32, "6c71a0": 32, "0e4a51": 32,
                 "11cb48": 16, "e13805": 16, "2869ce": 16, "ed69ec": 8, "103959": 8}  # fmt: skip
@@ -50,8 +49,11 @@ def subset_kueue(scenario: dict, fraction: float) -> dict:
     counts = defaultdict(int)
     for w in scenario["workloads"]:
         counts[w["name"].rsplit("-", 1)[0]] += 1
-    keep = [w for w in scenario["workloads"]
-            if int(w["name"].rsplit("-", 1)[1]) < math.ceil(counts[w["name"].rsplit("-", 1)[0]] * fraction)]
+    keep = [
+        w
+        for w in scenario["workloads"]
+        if int(w["name"].rsplit("-", 1)[1]) < math.ceil(counts[w["name"].rsplit("-", 1)[0]] * fraction)
+    ]
     return {**scenario, "workloads": keep}
 
 
@@ -123,8 +125,10 @@ def philly_scenario(shared: bool, fraction: float = 1.0) -> dict:
             "requests": {"gpu": per_pod}, "pods": pods,
             "duration": max(1, math.ceil(float(row["duration"]))),
         })  # fmt: skip
-    teams = [{"name": vc, "cohort": "philly" if shared else None, "quota": {"philly-8gpu": {"count": nodes}}}
-             for vc, nodes in PHILLY_NODES.items()]
+    teams = [
+        {"name": vc, "cohort": "philly" if shared else None, "quota": {"philly-8gpu": {"count": nodes}}}
+        for vc, nodes in PHILLY_NODES.items()
+    ]
     return {
         "cluster": {"instance_types": [{"name": "philly-8gpu", "count": 352, "capacity": {"gpu": 8}}]},
         "policy": {"task_prioritization": "fcfs", "idle_compute": "fair-share"},
@@ -160,19 +164,25 @@ def bench_kueue(name: str, fractions) -> list[dict]:
     rows = []
     print(f"\n== Kueue {name}: {len(full['workloads'])} workloads, {len(full['teams'])} queues ==")
     published = KUEUE[name]
-    print(f"Kueue published: wall {published['wall_s']} s, CPU {published['cpu_s']} s, usage {published['usage']} %,"
-          f" wait large {published['large']} / medium {published['medium']} / small {published['small']} s")
-    print(f"{'fraction':>8} {'workloads':>9} {'CPU s':>7} {'us/wl':>6} {'usage %':>7} {'large':>7} {'medium':>7}"
-          f" {'small':>7} {'preempt':>7}")
+    print(
+        f"Kueue published: wall {published['wall_s']} s, CPU {published['cpu_s']} s, usage {published['usage']} %,"
+        f" wait large {published['large']} / medium {published['medium']} / small {published['small']} s"
+    )
+    print(
+        f"{'fraction':>8} {'workloads':>9} {'CPU s':>7} {'us/wl':>6} {'usage %':>7} {'large':>7} {'medium':>7}"
+        f" {'small':>7} {'preempt':>7}"
+    )
     for fraction in fractions:
         scenario = subset_kueue(full, fraction)
         out, cpu = run(scenario)
         fig = kueue_figures(scenario, out)
         n = len(scenario["workloads"])
         wait = fig["wait"]
-        print(f"{fraction:>8} {n:>9} {cpu:>7.2f} {1e6 * cpu / n:>6.0f} {fig['usage_pct']:>7.1f}"
-              f" {wait.get('large', 0):>7.1f} {wait.get('medium', 0):>7.1f} {wait.get('small', 0):>7.1f}"
-              f" {fig['preemptions']:>7}")
+        print(
+            f"{fraction:>8} {n:>9} {cpu:>7.2f} {1e6 * cpu / n:>6.0f} {fig['usage_pct']:>7.1f}"
+            f" {wait.get('large', 0):>7.1f} {wait.get('medium', 0):>7.1f} {wait.get('small', 0):>7.1f}"
+            f" {fig['preemptions']:>7}"
+        )
         rows.append({"scenario": name, "fraction": fraction, "workloads": n, "cpu_s": cpu, **fig})
     return rows
 
@@ -180,17 +190,21 @@ def bench_kueue(name: str, fractions) -> list[dict]:
 def bench_philly(fractions) -> list[dict]:
     rows = []
     print("\n== Philly trace replay (2017-10-01..2017-11-30, 11 VCs, 352 x 8 GPUs) ==")
-    print(f"{'mode':>6} {'fraction':>8} {'jobs':>6} {'CPU s':>7} {'us/job':>6} {'GPU util %':>10} {'avg JCT s':>10}"
-          f" {'avg queue s':>11} {'preempt':>7}")
+    print(
+        f"{'mode':>6} {'fraction':>8} {'jobs':>6} {'CPU s':>7} {'us/job':>6} {'GPU util %':>10} {'avg JCT s':>10}"
+        f" {'avg queue s':>11} {'preempt':>7}"
+    )
     for shared in (False, True):
         mode = "shared" if shared else "hard"
         for fraction in fractions:
             scenario = philly_scenario(shared, fraction)
             out, cpu = run(scenario)
             fig = philly_figures(scenario, out)
-            print(f"{mode:>6} {fraction:>8} {fig['jobs']:>6} {cpu:>7.2f} {1e6 * cpu / fig['jobs']:>6.0f}"
-                  f" {fig['gpu_util_pct']:>10.1f} {fig['avg_jct_s']:>10.0f} {fig['avg_queue_s']:>11.1f}"
-                  f" {fig['preemptions']:>7}")
+            print(
+                f"{mode:>6} {fraction:>8} {fig['jobs']:>6} {cpu:>7.2f} {1e6 * cpu / fig['jobs']:>6.0f}"
+                f" {fig['gpu_util_pct']:>10.1f} {fig['avg_jct_s']:>10.0f} {fig['avg_queue_s']:>11.1f}"
+                f" {fig['preemptions']:>7}"
+            )
             rows.append({"scenario": f"philly-{mode}", "fraction": fraction, "cpu_s": cpu, **fig})
     return rows
 

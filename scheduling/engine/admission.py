@@ -44,8 +44,7 @@ class TeamState:
 
 
 class Scheduler:
-    def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy,
-                 resources: list[str]):
+    def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
         self.resources = resources
         ridx = {r: i for i, r in enumerate(resources)}

@@ -136,4 +136,3 @@ def _preemption_note(s: Scheduler, job: Job, f: int) -> str:
     if team.within == "Never" and any(v.priority < job.priority for v in team.running[f]):
         return "; its team does not preempt its own lower-priority work"
     return ""
-

@@ -25,11 +25,7 @@ def fair_shares(book: QuotaBook, members: list[TeamBook], demand: dict[int, list
             if cohort is not None:
                 pool = book.pool(cohort, f, r)
                 drawn = sum(max(0.0, given[t.idx] - t.guaranteed[f][r]) for t in members)
-                wants = {
-                    t.idx: min(demand[t.idx][f][r], t.limit[f][r]) - given[t.idx]
-                    for t in members
-                    if t.may_borrow
-                }
+                wants = {t.idx: min(demand[t.idx][f][r], t.limit[f][r]) - given[t.idx] for t in members if t.may_borrow}
                 wants = {i: w for i, w in wants.items() if w > EPS}
                 weights = {t.idx: t.weight for t in members}
                 left = _water_fill(given, wants, weights, pool - drawn, positive=True)

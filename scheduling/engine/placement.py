@@ -43,8 +43,9 @@ class NodePool:
         for _ in range(pods):
             node = None
             if extra:
-                node = self._first_fit(sorted(extra, key=lambda n: self._free(n, extra)[self.key]),
-                                       per_pod, nz, placed, extra)
+                node = self._first_fit(
+                    sorted(extra, key=lambda n: self._free(n, extra)[self.key]), per_pod, nz, placed, extra
+                )
             if node is None:
                 if candidates is None:
                     candidates = [self.buckets[k] for k in sorted(self.buckets) if k + EPS >= need]

@@ -60,7 +60,7 @@ def find_victims(s: Scheduler, job: Job, f: int):
         for i in range(len(chosen) - 2, -1, -1):
             victim = chosen[i][0]
             _take(removed, victim, -1)
-            rest = chosen[:i] + chosen[i + 1:]
+            rest = chosen[:i] + chosen[i + 1 :]
             if _fits(s, job, f, removed, rest) is not False:
                 chosen = rest
             else:

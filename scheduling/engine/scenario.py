@@ -153,8 +153,9 @@ def _policy(value) -> tuple[Policy, dict[str, int]]:
         return Policy(), {}
     _object(value, "policy", ("task_prioritization", "idle_compute", "priority_classes"))
     policy = Policy(
-        task_prioritization=_choice(value.get("task_prioritization", "fcfs"), "policy.task_prioritization",
-                                    ("fcfs", "task-ranking")),
+        task_prioritization=_choice(
+            value.get("task_prioritization", "fcfs"), "policy.task_prioritization", ("fcfs", "task-ranking")
+        ),
         idle_compute=_choice(value.get("idle_compute", "fair-share"), "policy.idle_compute", ("fair-share", "fcfs")),
     )
     classes = _object(value.get("priority_classes", {}), "policy.priority_classes")
@@ -189,14 +190,17 @@ def _teams(items: list, instance_types: dict[str, InstanceType], cluster: bool) 
             fair_share_weight=_number(item.get("fair_share_weight", 1), f"{path}.fair_share_weight"),
             sharing=_choice(item.get("sharing", "LendAndBorrow"), f"{path}.sharing", SHARING),
             borrow_limit_pct=None if pct is None else _number(pct, f"{path}.borrow_limit_pct"),
-            preempt_team_tasks=_choice(item.get("preempt_team_tasks", "Never"), f"{path}.preempt_team_tasks",
-                                       TEAM_TASKS),
+            preempt_team_tasks=_choice(
+                item.get("preempt_team_tasks", "Never"), f"{path}.preempt_team_tasks", TEAM_TASKS
+            ),
             borrowing_limit=_limits(item.get("borrowing_limit"), f"{path}.borrowing_limit", instance_types, cluster),
             lending_limit=_limits(item.get("lending_limit"), f"{path}.lending_limit", instance_types, cluster),
-            reclaim_within_cohort=_choice(item.get("reclaim_within_cohort", "Any"),
-                                          f"{path}.reclaim_within_cohort", RECLAIM),
-            borrow_within_cohort=_choice(item.get("borrow_within_cohort", "Never"),
-                                         f"{path}.borrow_within_cohort", BORROW_WITHIN),
+            reclaim_within_cohort=_choice(
+                item.get("reclaim_within_cohort", "Any"), f"{path}.reclaim_within_cohort", RECLAIM
+            ),
+            borrow_within_cohort=_choice(
+                item.get("borrow_within_cohort", "Never"), f"{path}.borrow_within_cohort", BORROW_WITHIN
+            ),
             within_team=_choice(item.get("within_team"), f"{path}.within_team", WITHIN_TEAM, nullable=True),
         )
     return list(teams.values())

@@ -92,13 +92,13 @@ class Simulation:
         for entry in self.s.log:
             if entry[0] == "admitted":
                 job, flavor = entry[1], entry[2]
-                self.events.append({"t": t, "type": "admitted", "workload": job.name,
-                                    "instance_type": self.s.flavor_names[flavor]})
+                self.events.append(
+                    {"t": t, "type": "admitted", "workload": job.name, "instance_type": self.s.flavor_names[flavor]}
+                )
                 self._schedule_finish(job, now)
             else:
                 _, job, by, reason = entry
-                self.events.append({"t": t, "type": "preempted", "workload": job.name, "by": by.name,
-                                    "reason": reason})
+                self.events.append({"t": t, "type": "preempted", "workload": job.name, "by": by.name, "reason": reason})
         self.s.log.clear()
 
     def _output(self) -> dict:

@@ -38,8 +38,9 @@ def team_status(s: Scheduler, team: TeamState) -> TeamStatus:
         )
 
     limits = grid(book.borrow_limit, lambda f, r, v: v != INF and named(f, r))
-    borrowed = [[max(0.0, u - n) for u, n in zip(ur, nr, strict=True)] for ur, nr in zip(book.usage, book.nominal,
-                                                                                          strict=True)]
+    borrowed = [
+        [max(0.0, u - n) for u, n in zip(ur, nr, strict=True)] for ur, nr in zip(book.usage, book.nominal, strict=True)
+    ]
     return TeamStatus(
         quota=quota,
         borrowing_limit=limits or None,

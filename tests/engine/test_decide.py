@@ -78,9 +78,7 @@ def test_reason_names_the_borrow_limit():
     running = [work(f"r{i}", "a", gpu=1, running_on="p5", admitted_at=0) for i in range(6)]
     snap = Snapshot([InstanceType("p5", dict(P5), None)], teams, running + [work("big", "a", gpu=8)])
     reason = decide(snap).reasons["big"]
-    assert reason == (
-        "needs 8 GPUs of p5; a uses 6 of its 8-GPU quota and may borrow 4 more (borrow limit 50%)"
-    )
+    assert reason == ("needs 8 GPUs of p5; a uses 6 of its 8-GPU quota and may borrow 4 more (borrow limit 50%)")
 
 
 def test_quota_above_capacity_waits_with_a_reason():

@@ -151,8 +151,14 @@ def test_command_line_exits_2_with_one_line_and_no_traceback(tmp_path, name):
     path = tmp_path / "scenario.json"
     path.write_text(json.dumps(broken(CASES[name][0])))
     env = {**os.environ, "DEBUG": os.environ.get("DEBUG", "true")}
-    proc = subprocess.run([sys.executable, "manage.py", "simulate", str(path)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "simulate", str(path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr

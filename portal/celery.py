@@ -3,12 +3,20 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _refuse_without_secret(**kwargs):
+    from portal.checks import refuse_to_serve_without_secret
+
+    refuse_to_serve_without_secret()
 
 
 @app.on_after_finalize.connect

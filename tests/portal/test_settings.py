@@ -16,13 +16,31 @@ def run_manage(*args, env_overrides):
     )
 
 
-def test_production_without_secret_stops_with_one_clear_line(tmp_path):
+def test_production_without_secret_stops_checks_with_a_clear_message(tmp_path):
     result = run_manage("check", env_overrides={"DEBUG": "false", "PORTAL_VAR_DIR": str(tmp_path)})
     assert result.returncode != 0
-    lines = [line for line in result.stderr.strip().splitlines() if line]
-    assert len(lines) == 1, result.stderr
-    assert "SECRET_KEY is not set" in lines[0]
+    assert "(portal.E001) SECRET_KEY is not set" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_production_web_server_without_secret_refuses_to_start_in_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
+    env.update({"DEBUG": "false", "PORTAL_VAR_DIR": str(tmp_path)})
+    result = subprocess.run(
+        [sys.executable, "-c", "import portal.wsgi"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "configuration error: SECRET_KEY is not set. Production mode (DEBUG off) needs a secret: export "
+        "SECRET_KEY=<50+ random characters>, or set DEBUG=true for local development."
+    ]
+
+
+def test_simulate_needs_no_secret(tmp_path):
+    scenario = tmp_path / "s.json"
+    scenario.write_text('{"teams": [], "workloads": []}')
+    result = run_manage("simulate", str(scenario), env_overrides={"DEBUG": "false", "PORTAL_VAR_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
 
 
 def test_check_deploy_reports_nothing_in_production_mode(tmp_path):

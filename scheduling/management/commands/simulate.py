@@ -10,6 +10,8 @@ from scheduling.engine.scenario import load
 
 class Command(BaseCommand):
     help = "Simulate a scenario file (../shared/spec/scenario-format.md) and print the outcome as JSON."
+    # Pure computation: no database, no secret, so no system checks either.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("scenario", help="path to a scenario JSON file")

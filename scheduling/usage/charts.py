@@ -1,0 +1,148 @@
+"""Plotly figures built in Python from selector output; pages receive them as JSON (json_script).
+
+Tests read the figures' data (traces, names, values), never pixels.
+"""
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from scheduling.usage.models import RESOURCES
+
+PALETTE = [
+    "#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#65a30d", "#db2777", "#4f46e5",
+    "#ca8a04", "#94a3b8",
+]  # fmt: skip
+WITHIN = "#2563eb"
+BORROWED = "#f59e0b"
+QUOTA = "#111827"
+FAIR = "#9333ea"
+
+
+def _layout(title: str, y_title: str, **extra) -> dict:
+    return dict(
+        title={"text": title, "x": 0, "font": {"size": 15}},
+        margin={"l": 55, "r": 15, "t": 45, "b": 40},
+        height=340,
+        hovermode="x unified",
+        legend={"orientation": "h", "y": -0.18},
+        yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
+        xaxis={"type": "date"},
+        template="plotly_white",
+        **extra,
+    )
+
+
+def unit(resource: str) -> str:
+    return RESOURCES[resource]
+
+
+def team_usage_figure(series: dict, *, resource: str = "acc", title: str = "Usage against quota") -> go.Figure:
+    """Stacked area: the part within quota, the borrowed part on top of it; the quota and fair share as lines."""
+    x = series["x"]
+    within = [max(u - b, 0) for u, b in zip(series["used"], series["borrowed"], strict=True)]
+    fig = go.Figure(
+        [
+            go.Scatter(x=x, y=within, name="within quota", stackgroup="used", line={"color": WITHIN, "width": 1}),
+            go.Scatter(
+                x=x,
+                y=series["borrowed"],
+                name="borrowed",
+                stackgroup="used",
+                line={"color": BORROWED, "width": 1},
+                fillpattern={"shape": "/"},
+            ),
+            go.Scatter(
+                x=x, y=series["quota"], name="quota", mode="lines", line={"color": QUOTA, "dash": "dash", "shape": "hv"}
+            ),
+            go.Scatter(
+                x=x,
+                y=series["fair_share"],
+                name="fair share",
+                mode="lines",
+                line={"color": FAIR, "dash": "dot", "width": 1.5},
+            ),
+        ],
+        layout=_layout(title, unit(resource)),
+    )
+    return fig
+
+
+def teams_stack_figure(data: dict, *, resource: str = "acc", capacity: float | None = None) -> go.Figure:
+    """Stacked area of usage per team (the biggest users; the rest as 'other teams'), with the capacity line."""
+    traces = [
+        go.Scatter(
+            x=data["x"],
+            y=values,
+            name=name,
+            stackgroup="teams",
+            line={"width": 0.5, "color": PALETTE[i % len(PALETTE)]},
+        )
+        for i, (name, values) in enumerate(data["series"].items())
+    ]
+    if capacity and data["x"]:
+        traces.append(
+            go.Scatter(
+                x=[data["x"][0], data["x"][-1]],
+                y=[capacity, capacity],
+                name="installed capacity",
+                mode="lines",
+                line={"color": QUOTA, "dash": "dash"},
+            )
+        )
+    return go.Figure(traces, layout=_layout("Usage by team", unit(resource)))
+
+
+def utilization_figure(data: dict) -> go.Figure:
+    """Cluster utilization per instance type: % of installed capacity in use."""
+    traces = [
+        go.Scatter(x=data["x"], y=values, name=name, mode="lines", line={"color": PALETTE[i % len(PALETTE)]})
+        for i, (name, values) in enumerate(data["series"].items())
+    ]
+    layout = _layout("Cluster utilization by instance type", "% of capacity")
+    layout["yaxis"]["range"] = [0, 105]
+    return go.Figure(traces, layout=layout)
+
+
+def pending_figure(series: dict, waits: dict, *, resource: str = "acc") -> go.Figure:
+    """Pending demand over time (left axis) and the average wait of the jobs admitted (right axis)."""
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=series["x"],
+                y=series["pending"],
+                name=f"pending {unit(resource).lower()}",
+                mode="lines",
+                fill="tozeroy",
+                line={"color": BORROWED},
+            ),
+            go.Bar(
+                x=waits["x"],
+                y=waits["avg_minutes"],
+                name="average wait (min)",
+                yaxis="y2",
+                marker={"color": "rgba(37,99,235,0.45)"},
+                customdata=waits["jobs"],
+                hovertemplate="%{y} min over %{customdata} jobs",
+            ),
+        ],
+        layout=_layout("Pending demand and wait times", unit(resource)),
+    )
+    fig.update_layout(yaxis2={"title": {"text": "minutes"}, "overlaying": "y", "side": "right", "rangemode": "tozero"})
+    return fig
+
+
+def preemptions_figure(data: dict) -> go.Figure:
+    traces = [
+        go.Bar(x=data["x"], y=values, name=name, marker={"color": PALETTE[i % len(PALETTE)]})
+        for i, (name, values) in enumerate(data["series"].items())
+    ]
+    layout = _layout("Preemptions by team", "preemptions", barmode="stack")
+    layout["hovermode"] = "closest"
+    return go.Figure(traces, layout=layout)
+
+
+def as_json(fig: go.Figure) -> dict:
+    """The figure as plain JSON-able data for json_script (dates become ISO strings)."""
+    import json
+
+    return json.loads(pio.to_json(fig, validate=False, engine="json"))

@@ -1,0 +1,94 @@
+"""The one filter form behind the usage pages, the CSV exports and the API: range, team, instance type."""
+
+from django import forms
+from django.utils import timezone
+
+from quotas.models import InstanceType, Team
+from scheduling.usage.models import RESOURCES, AlertKind, AlertRule
+from scheduling.usage.ranges import DEFAULT_PRESET, MAX_CUSTOM_DAYS, PRESET_LABELS, window_for
+
+
+class UsageFilterForm(forms.Form):
+    range = forms.ChoiceField(choices=list(PRESET_LABELS.items()), required=False, initial=DEFAULT_PRESET)
+    start = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    end = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    team = forms.ModelChoiceField(
+        queryset=Team.objects.none(), to_field_name="name", required=False, empty_label="All teams"
+    )
+    instance_type = forms.ModelChoiceField(
+        queryset=InstanceType.objects.all(), to_field_name="name", required=False, empty_label="All instance types"
+    )
+    resource = forms.ChoiceField(choices=list(RESOURCES.items()), required=False, initial="acc")
+
+    def __init__(self, data=None, *, user, **kwargs):
+        # An absent field takes its initial value, so a bare URL is a valid 7-day, all-teams request.
+        data = data.copy() if data is not None else {}
+        super().__init__(data, **kwargs)
+        self.user = user
+        self.fields["team"].queryset = Team.objects.visible_to(user).order_by("name")
+
+    def clean(self):
+        cleaned = super().clean()
+        preset = cleaned.get("range") or DEFAULT_PRESET
+        cleaned["range"] = preset
+        cleaned["resource"] = cleaned.get("resource") or "acc"
+        start, end = cleaned.get("start"), cleaned.get("end")
+        if preset == "custom":
+            if not start or not end:
+                raise forms.ValidationError("A custom range needs both a start and an end date.")
+            if start > end:
+                raise forms.ValidationError("The start date must not be after the end date.")
+            if (end - start).days > MAX_CUSTOM_DAYS:
+                raise forms.ValidationError(f"A custom range spans at most {MAX_CUSTOM_DAYS} days.")
+        cleaned["window"] = window_for(preset, start=start, end=end, now=timezone.now())
+        return cleaned
+
+    def teams(self):
+        """The teams the data covers: the chosen one, else every team the user may see."""
+        team = self.cleaned_data.get("team")
+        visible = Team.objects.visible_to(self.user)
+        return visible.filter(pk=team.pk) if team else visible
+
+    def instance_types(self):
+        it = self.cleaned_data.get("instance_type")
+        return InstanceType.objects.filter(pk=it.pk) if it else InstanceType.objects.all()
+
+    def query_string(self, **overrides) -> str:
+        """The current filters as a query string, e.g. for the CSV links."""
+        from urllib.parse import urlencode
+
+        values = {k: self.data.get(k) for k in self.fields if self.data.get(k)}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return urlencode(values)
+
+
+class AlertRuleForm(forms.ModelForm):
+    class Meta:
+        model = AlertRule
+        fields = ["team", "kind", "threshold_pct", "minutes", "emails", "webhook_url", "enabled"]
+        widgets = {"emails": forms.TextInput(attrs={"placeholder": "oncall@example.com, lead@example.com"})}
+
+    def clean_emails(self):
+        from django.core.validators import validate_email
+
+        emails = [e.strip() for e in (self.cleaned_data.get("emails") or "").split(",") if e.strip()]
+        for email in emails:
+            try:
+                validate_email(email)
+            except forms.ValidationError as exc:
+                raise forms.ValidationError(f"“{email}” is not an email address.") from exc
+        return ", ".join(emails)
+
+    def clean(self):
+        cleaned = super().clean()
+        kind = cleaned.get("kind")
+        pct, minutes = cleaned.get("threshold_pct"), cleaned.get("minutes")
+        if kind == AlertKind.USAGE_ABOVE_QUOTA and (pct is None or not minutes):
+            raise forms.ValidationError("“Usage above quota” needs a percentage (X) and a number of minutes (Y).")
+        if kind == AlertKind.PENDING_TOO_LONG and not minutes:
+            raise forms.ValidationError("“Pending too long” needs the minutes a job may wait (Z).")
+        if kind == AlertKind.QUOTA_IDLE and pct is None:
+            raise forms.ValidationError("“Quota idle” needs a utilization percentage (W).")
+        if not cleaned.get("emails") and not cleaned.get("webhook_url"):
+            raise forms.ValidationError("Say where to notify: at least one email address or a webhook URL.")
+        return cleaned

@@ -1,0 +1,352 @@
+"""Reads of usage over time: chart series, the daily summary report and the per-job report.
+
+Every function takes the teams and instance types to cover as querysets, already narrowed by the one
+visibility rule (Team.objects.visible_to) in the form, so pages, CSV and API read the same rows.
+"""
+
+from collections import defaultdict
+from datetime import timedelta
+
+from django.db.models import Avg, Count, F, Q, Sum
+from django.db.models.functions import Coalesce, TruncDate, TruncDay, TruncHour
+from django.utils import timezone
+
+from quotas.models import InstanceType
+from scheduling.models import Job, JobEvent, JobState
+from scheduling.usage.models import Granularity, UsageRollup, UsageSample
+from scheduling.usage.ranges import Window
+
+OTHER = "other teams"
+
+
+def _source(window: Window, teams, types):
+    """Rows to read for a window and the name of their time column: raw samples or a rollup."""
+    if window.step == "raw":
+        qs = UsageSample.objects.filter(at__gte=window.start, at__lt=window.end)
+        column = "at"
+    else:
+        start = window.start.replace(minute=0, second=0, microsecond=0)
+        if window.step == "day":
+            start = timezone.localtime(start).replace(hour=0)
+        qs = UsageRollup.objects.filter(granularity=window.step, bucket__gte=start, bucket__lt=window.end)
+        column = "bucket"
+    return qs.filter(team__in=teams, instance_type__in=types), column
+
+
+def team_series(*, window: Window, teams, types, resource: str = "acc") -> dict:
+    """Summed over the given teams and types, per time step: used, borrowed, lent, pending, quota, fair share."""
+    qs, column = _source(window, teams, types)
+    measures = ("used", "borrowed", "lent", "pending", "quota", "fair_share")
+    rows = (
+        qs.values(column)
+        .annotate(**{m: Sum(f"{m}_{resource}") for m in measures}, pending_jobs=Sum("pending_jobs"))
+        .order_by(column)
+    )
+    out = {"x": [], "pending_jobs": [], **{m: [] for m in measures}}
+    for row in rows:
+        out["x"].append(row[column])
+        for m in (*measures, "pending_jobs"):
+            out[m].append(round(row[m] or 0, 3))
+    return out
+
+
+def usage_by_team(*, window: Window, teams, types, resource: str = "acc", top: int = 10) -> dict:
+    """Usage per team per time step: the `top` biggest users by name, the rest summed as 'other teams'."""
+    qs, column = _source(window, teams, types)
+    rows = qs.values(column, "team__name").annotate(v=Sum(f"used_{resource}")).order_by(column)
+    totals: dict[str, float] = defaultdict(float)
+    by_time: dict = defaultdict(dict)
+    for row in rows:
+        totals[row["team__name"]] += row["v"] or 0
+        by_time[row[column]][row["team__name"]] = row["v"] or 0
+    leaders = [name for name, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
+    others = set(totals) - set(leaders)
+    x = sorted(by_time)
+    series = {name: [round(by_time[t].get(name, 0), 3) for t in x] for name in leaders}
+    if others:
+        series[OTHER] = [round(sum(v for n, v in by_time[t].items() if n in others), 3) for t in x]
+    return {"x": x, "series": series}
+
+
+def capacity_by_type(types, resource: str = "acc") -> dict[str, float]:
+    """Installed capacity per instance type name for one resource (accelerators, vCPUs, GiB)."""
+    out = {}
+    for it in types.annotate(nodes=Sum("node_groups__node_count")):
+        per_node = {"acc": it.accelerators, "cpu": it.vcpus, "mem": it.memory_gib}[resource]
+        out[it.name] = (it.nodes or 0) * per_node
+    return out
+
+
+def utilization_by_type(*, window: Window, teams, types, resource: str = "acc") -> dict:
+    """Per instance type, the % of its installed capacity in use at each time step (today's capacity)."""
+    capacity = capacity_by_type(types, resource)
+    qs, column = _source(window, teams, types)
+    rows = qs.values(column, "instance_type__name").annotate(v=Sum(f"used_{resource}")).order_by(column)
+    x = []
+    per_type: dict[str, dict] = defaultdict(dict)
+    for row in rows:
+        if not x or x[-1] != row[column]:
+            x.append(row[column])
+        per_type[row["instance_type__name"]][row[column]] = row["v"] or 0
+    series = {
+        name: [round(100 * values.get(t, 0) / capacity[name], 2) for t in x]
+        for name, values in sorted(per_type.items())
+        if capacity.get(name)
+    }
+    return {"x": x, "series": series}
+
+
+def _job_trunc(window: Window, field: str):
+    return TruncHour(field) if window.days <= 7 else TruncDay(field)
+
+
+def wait_times(*, window: Window, teams, types) -> dict:
+    """Average and longest wait (submission to admission) of the jobs admitted in each hour or day, in minutes."""
+    type_q = Q(assigned_instance_type__in=types) | Q(assigned_instance_type__isnull=True, instance_type__in=types)
+    rows = (
+        Job.objects.filter(admitted_at__gte=window.start, admitted_at__lt=window.end, team__in=teams)
+        .filter(type_q)
+        .annotate(t=_job_trunc(window, "admitted_at"), wait=F("admitted_at") - F("submitted_at"))
+        .values("t")
+        .annotate(avg=Avg("wait"), n=Count("id"))
+        .order_by("t")
+    )
+    out = {"x": [], "avg_minutes": [], "jobs": []}
+    for row in rows:
+        out["x"].append(row["t"])
+        out["avg_minutes"].append(round(row["avg"].total_seconds() / 60, 1) if row["avg"] else 0)
+        out["jobs"].append(row["n"])
+    return out
+
+
+def preemptions_by_team(*, window: Window, teams, types) -> dict:
+    """Preemptions per team per hour or day, from the jobs' events."""
+    rows = (
+        JobEvent.objects.filter(
+            to_state=JobState.PREEMPTED, at__gte=window.start, at__lt=window.end, job__team__in=teams
+        )
+        .annotate(it=Coalesce("job__assigned_instance_type", "job__instance_type"))
+        .filter(Q(it__in=types) | Q(it__isnull=True))
+        .annotate(t=_job_trunc(window, "at"))
+        .values("t", "job__team__name")
+        .annotate(n=Count("id"))
+        .order_by("t")
+    )
+    x = []
+    per_team: dict[str, dict] = defaultdict(dict)
+    for row in rows:
+        if not x or x[-1] != row["t"]:
+            x.append(row["t"])
+        per_team[row["job__team__name"]][row["t"]] = row["n"]
+    return {"x": x, "series": {name: [v.get(t, 0) for t in x] for name, v in sorted(per_team.items())}}
+
+
+# ---- reports -------------------------------------------------------------------------------------------------
+
+SUMMARY_FIELDS = [
+    "day",
+    "team",
+    "instance_type",
+    "accelerator_hours",
+    "within_quota_accelerator_hours",
+    "borrowed_accelerator_hours",
+    "quota_accelerator_hours",
+    "quota_utilization_pct",
+    "idle_quota_accelerator_hours",
+    "vcpu_hours",
+    "borrowed_vcpu_hours",
+    "jobs_started",
+    "avg_wait_minutes",
+    "preemptions",
+]
+
+
+def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[dict]:
+    """Per day x team x instance type (or, with by_day=False, per team x instance type over the whole window):
+    accelerator- and vCPU-hours split into within quota and borrowed, quota utilization, idle quota hours,
+    jobs started, their average wait, and preemptions. Whole days: the window is widened to midnight."""
+    start, end = window.day_bounds()
+    keys = ("day", "team_id", "instance_type_id") if by_day else ("team_id", "instance_type_id")
+    usage = UsageRollup.objects.filter(
+        granularity=Granularity.DAY, bucket__gte=start, bucket__lt=end, team__in=teams, instance_type__in=types
+    )
+    if by_day:
+        usage = usage.annotate(day=TruncDate("bucket"))
+    usage = usage.values(*keys).annotate(
+        acc=Sum("acc_hours"),
+        acc_borrowed=Sum("borrowed_acc_hours"),
+        acc_quota=Sum("quota_acc_hours"),
+        acc_idle=Sum("idle_quota_acc_hours"),
+        cpu=Sum("cpu_hours"),
+        cpu_borrowed=Sum("borrowed_cpu_hours"),
+    )
+    jobs = (
+        Job.objects.filter(admitted_at__gte=start, admitted_at__lt=end, team__in=teams)
+        .annotate(itype=Coalesce("assigned_instance_type", "instance_type"))
+        .filter(itype__in=types)
+    )
+    if by_day:
+        jobs = jobs.annotate(day=TruncDate("admitted_at"))
+    jobs = jobs.values(*keys[:-1], "itype").annotate(n=Count("id"), wait=Avg(F("admitted_at") - F("submitted_at")))
+    events = JobEvent.objects.filter(
+        to_state=JobState.PREEMPTED, at__gte=start, at__lt=end, job__team__in=teams
+    ).annotate(team_id=F("job__team_id"), itype=Coalesce("job__assigned_instance_type", "job__instance_type"))
+    events = events.filter(itype__in=types)
+    if by_day:
+        events = events.annotate(day=TruncDate("at"))
+    events = events.values(*keys[:-1], "itype").annotate(n=Count("id"))
+
+    rows: dict[tuple, dict] = {}
+
+    def row_for(key):
+        if key not in rows:
+            rows[key] = dict.fromkeys(("acc", "acc_borrowed", "acc_quota", "acc_idle", "cpu", "cpu_borrowed"), 0.0)
+            rows[key].update(jobs=0, wait=None, preemptions=0)
+        return rows[key]
+
+    for u in usage:
+        row_for(tuple(u[k] for k in keys)).update({k: u[k] or 0 for k in u if k not in keys})
+    for j in jobs:
+        key = tuple(j[k] for k in keys[:-1]) + (j["itype"],)
+        row_for(key).update(jobs=j["n"], wait=j["wait"])
+    for e in events:
+        row_for(tuple(e[k] for k in keys[:-1]) + (e["itype"],))["preemptions"] = e["n"]
+
+    team_names = dict(teams.model.objects.filter(pk__in={k[-2] for k in rows}).values_list("pk", "name"))
+    type_names = dict(InstanceType.objects.filter(pk__in={k[-1] for k in rows}).values_list("pk", "name"))
+    out = []
+    for key, r in rows.items():
+        within = max(r["acc"] - r["acc_borrowed"], 0.0)
+        out.append(
+            {
+                "day": key[0] if by_day else None,
+                "team": team_names.get(key[-2], ""),
+                "instance_type": type_names.get(key[-1], ""),
+                "accelerator_hours": round(r["acc"], 2),
+                "within_quota_accelerator_hours": round(within, 2),
+                "borrowed_accelerator_hours": round(r["acc_borrowed"], 2),
+                "quota_accelerator_hours": round(r["acc_quota"], 2),
+                "quota_utilization_pct": round(100 * within / r["acc_quota"], 1) if r["acc_quota"] else None,
+                "idle_quota_accelerator_hours": round(r["acc_idle"], 2),
+                "vcpu_hours": round(r["cpu"], 2),
+                "borrowed_vcpu_hours": round(r["cpu_borrowed"], 2),
+                "jobs_started": r["jobs"],
+                "avg_wait_minutes": round(r["wait"].total_seconds() / 60, 1) if r["wait"] is not None else None,
+                "preemptions": r["preemptions"],
+            }
+        )
+    out.sort(key=lambda r: (str(r["day"] or ""), r["team"], r["instance_type"]))
+    return out
+
+
+def team_totals(summary_rows: list[dict]) -> list[dict]:
+    """Roll summary rows up per team, for the one-line story a manager reads first."""
+    teams: dict[str, dict] = {}
+    for r in summary_rows:
+        t = teams.setdefault(
+            r["team"],
+            {
+                "team": r["team"],
+                "used": 0.0,
+                "within": 0.0,
+                "borrowed": 0.0,
+                "quota": 0.0,
+                "idle": 0.0,
+                "jobs": 0,
+                "preemptions": 0,
+            },
+        )
+        t["used"] += r["accelerator_hours"]
+        t["within"] += r["within_quota_accelerator_hours"]
+        t["borrowed"] += r["borrowed_accelerator_hours"]
+        t["quota"] += r["quota_accelerator_hours"]
+        t["idle"] += r["idle_quota_accelerator_hours"]
+        t["jobs"] += r["jobs_started"]
+        t["preemptions"] += r["preemptions"]
+    for t in teams.values():
+        t["utilization_pct"] = round(100 * t["within"] / t["quota"], 1) if t["quota"] else None
+    return sorted(teams.values(), key=lambda t: (-t["used"], t["team"]))
+
+
+JOB_FIELDS = [
+    "job_id",
+    "name",
+    "team",
+    "user",
+    "priority_class",
+    "instance_type",
+    "accelerators",
+    "state",
+    "submitted",
+    "started",
+    "ended",
+    "wait_minutes",
+    "run_minutes",
+    "accelerator_hours",
+    "times_preempted",
+]
+
+
+def job_report_queryset(*, window: Window, teams, types):
+    """The jobs submitted in the window, newest first."""
+    type_q = Q(assigned_instance_type__in=types) | Q(assigned_instance_type__isnull=True, instance_type__in=types)
+    type_q |= Q(assigned_instance_type__isnull=True, instance_type__isnull=True)
+    return (
+        Job.objects.filter(submitted_at__gte=window.start, submitted_at__lt=window.end, team__in=teams)
+        .filter(type_q)
+        .select_related("team", "submitted_by", "priority_class", "instance_type", "assigned_instance_type")
+        .order_by("-submitted_at", "-id")
+    )
+
+
+def _run_seconds(job: Job, events: list, now) -> float:
+    """Time spent running, summed over every run (a preempted job may run several times)."""
+    total, since = 0.0, None
+    for event in events:
+        if event.to_state == JobState.RUNNING and since is None:
+            since = event.at
+        elif event.to_state != JobState.RUNNING and since is not None:
+            total += (event.at - since).total_seconds()
+            since = None
+    if since is not None:
+        total += ((job.finished_at or now) - since).total_seconds()
+    if not events and job.started_at:
+        total = ((job.finished_at or now) - job.started_at).total_seconds()
+    return max(total, 0.0)
+
+
+def job_report_rows(jobs, *, now=None, chunk: int = 500):
+    """Rows of the per-job report for an iterable of jobs; events are read once per chunk of jobs."""
+    now = now or timezone.now()
+    jobs = list(jobs) if not isinstance(jobs, list) else jobs
+    for i in range(0, len(jobs), chunk):
+        part = jobs[i : i + chunk]
+        events: dict[int, list] = defaultdict(list)
+        for event in JobEvent.objects.filter(job_id__in=[j.pk for j in part]).order_by("at", "id"):
+            events[event.job_id].append(event)
+        for job in part:
+            run = _run_seconds(job, events.get(job.pk, []), now)
+            it = job.assigned_instance_type or job.instance_type
+            wait = (job.admitted_at - job.submitted_at).total_seconds() / 60 if job.admitted_at else None
+            yield {
+                "job_id": job.pk,
+                "name": job.name,
+                "team": job.team.name,
+                "user": job.submitted_by.username,
+                "priority_class": job.priority_class.name if job.priority_class else "",
+                "instance_type": it.name if it else "",
+                "accelerators": job.accelerators * job.pods,
+                "state": job.state,
+                "submitted": job.submitted_at,
+                "started": job.started_at,
+                "ended": job.finished_at,
+                "wait_minutes": round(wait, 1) if wait is not None else None,
+                "run_minutes": round(run / 60, 1),
+                "accelerator_hours": round(run / 3600 * job.accelerators * job.pods, 2),
+                "times_preempted": job.preemption_count,
+            }
+
+
+def recent_window(days: int = 7, now=None) -> Window:
+    now = now or timezone.now()
+    return Window(start=now - timedelta(days=days), end=now, step="hour", preset=f"{days}d")

@@ -1,0 +1,239 @@
+"""Usage pages: the dashboard, a team's usage, the manager reports with CSV exports, and alerts.
+
+Every view reads through UsageFilterForm, whose team choices are Team.objects.visible_to(user): admins and
+managers see every team, a scientist only their own (another team's page is a 404). Alerts are for admins
+to set and managers to read.
+"""
+
+import csv
+from datetime import datetime
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from quotas.models import Team
+from scheduling.usage import alerts as alert_services
+from scheduling.usage import charts, selectors
+from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
+from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule
+from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
+
+
+def _filters(request, **initial):
+    form = UsageFilterForm(request.GET or None, user=request.user)
+    if request.GET and not form.is_valid():
+        return form, None
+    if not request.GET:
+        form = UsageFilterForm({**initial}, user=request.user)
+        form.is_valid()
+    return form, form.cleaned_data
+
+
+def _render(request, template, partial, context):
+    """The whole page, or only its body when htmx asks for it (filters swap the body in place)."""
+    form = context["form"]
+    selected = form.cleaned_data.get("range") if form.is_valid() else form.data.get("range")
+    context.update(presets=PRESET_LABELS, resources=RESOURCES, selected_range=selected or DEFAULT_PRESET)
+    return render(request, partial if request.htmx and not request.htmx.boosted else template, context)
+
+
+def _dashboard_charts(cleaned, teams, types):
+    window, resource = cleaned["window"], cleaned["resource"]
+    totals = selectors.team_series(window=window, teams=teams, types=types, resource=resource)
+    waits = selectors.wait_times(window=window, teams=teams, types=types)
+    figures = {
+        "utilization": charts.utilization_figure(
+            selectors.utilization_by_type(window=window, teams=teams, types=types, resource=resource)
+        ),
+        "pending": charts.pending_figure(totals, waits, resource=resource),
+        "preemptions": charts.preemptions_figure(
+            selectors.preemptions_by_team(window=window, teams=teams, types=types)
+        ),
+    }
+    if cleaned.get("team"):
+        figures["usage"] = charts.team_usage_figure(
+            totals, resource=resource, title=f"{cleaned['team'].name}: usage against quota"
+        )
+    else:
+        capacity = sum(selectors.capacity_by_type(types, resource).values())
+        by_team = selectors.usage_by_team(window=window, teams=teams, types=types, resource=resource)
+        figures["usage"] = charts.teams_stack_figure(by_team, resource=resource, capacity=capacity)
+    used = totals["used"]
+    tiles = {
+        "now": used[-1] if used else 0,
+        "peak": max(used, default=0),
+        "average": round(sum(used) / len(used), 1) if used else 0,
+        "borrowed_now": totals["borrowed"][-1] if used else 0,
+        "pending_now": totals["pending"][-1] if used else 0,
+        "quota_now": totals["quota"][-1] if used else 0,
+    }
+    return {name: charts.as_json(fig) for name, fig in figures.items()}, tiles
+
+
+def dashboard(request):
+    form, cleaned = _filters(request)
+    context = {"form": form, "figures": None}
+    if cleaned:
+        figures, tiles = _dashboard_charts(cleaned, form.teams(), form.instance_types())
+        context.update(figures=figures, tiles=tiles, window=cleaned["window"], resource=cleaned["resource"])
+    return _render(request, "usage/dashboard.html", "usage/_dashboard_body.html", context)
+
+
+def team_usage(request, name):
+    team = get_object_or_404(Team.objects.visible_to(request.user), name=name)
+    form, cleaned = _filters(request)
+    context = {"form": form, "team": team, "figures": None}
+    if cleaned:
+        cleaned["team"] = team
+        teams = Team.objects.filter(pk=team.pk)
+        figures, tiles = _dashboard_charts(cleaned, teams, form.instance_types())
+        figures.pop("utilization")
+        context.update(figures=figures, tiles=tiles, window=cleaned["window"], resource=cleaned["resource"])
+    return _render(request, "usage/team.html", "usage/_dashboard_body.html", context)
+
+
+def reports(request):
+    form, cleaned = _filters(request, range="30d")
+    context = {"form": form, "totals": None}
+    if cleaned:
+        rows = selectors.usage_summary(
+            window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
+        )
+        context.update(
+            rows=rows,
+            totals=selectors.team_totals(rows),
+            window=cleaned["window"],
+            query=form.query_string(),
+        )
+    return _render(request, "usage/reports.html", "usage/_reports_body.html", context)
+
+
+def _csv_name(kind: str, cleaned) -> str:
+    window = cleaned["window"]
+    return f"{kind}-{window.first_day:%Y%m%d}-{window.last_day:%Y%m%d}.csv"
+
+
+def _bad_filters(form) -> HttpResponse:
+    errors = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items())
+    return HttpResponse(f"Bad filters: {errors}\n", status=400, content_type="text/plain")
+
+
+def _cell(value):
+    if isinstance(value, datetime):
+        return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S")
+    return "" if value is None else value
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+def summary_csv(request):
+    form, cleaned = _filters(request, range="30d")
+    if cleaned is None:
+        return _bad_filters(form)
+    rows = selectors.usage_summary(window=cleaned["window"], teams=form.teams(), types=form.instance_types())
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{_csv_name("usage-summary", cleaned)}"'
+    writer = csv.writer(response)
+    writer.writerow(selectors.SUMMARY_FIELDS)
+    for row in rows:
+        writer.writerow([_cell(row[f]) for f in selectors.SUMMARY_FIELDS])
+    return response
+
+
+def jobs_report(request):
+    form, cleaned = _filters(request, range="7d")
+    context = {"form": form, "page": None}
+    if cleaned:
+        jobs = selectors.job_report_queryset(window=cleaned["window"], teams=form.teams(), types=form.instance_types())
+        page = Paginator(jobs, 50).get_page(request.GET.get("page"))
+        context.update(
+            page=page,
+            rows=list(selectors.job_report_rows(list(page.object_list))),
+            window=cleaned["window"],
+            query=form.query_string(),
+        )
+    return _render(request, "usage/jobs_report.html", "usage/_jobs_report_body.html", context)
+
+
+def jobs_csv(request):
+    form, cleaned = _filters(request, range="7d")
+    if cleaned is None:
+        return _bad_filters(form)
+    jobs = selectors.job_report_queryset(window=cleaned["window"], teams=form.teams(), types=form.instance_types())
+    writer = csv.writer(_Echo())
+
+    def lines():
+        yield writer.writerow(selectors.JOB_FIELDS)
+        for row in selectors.job_report_rows(jobs.iterator(chunk_size=500)):
+            yield writer.writerow([_cell(row[f]) for f in selectors.JOB_FIELDS])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{_csv_name("jobs", cleaned)}"'
+    return response
+
+
+# ---- alerts ----------------------------------------------------------------------------------------------------
+
+
+def _require_reader(user):
+    if not user.sees_all_teams:
+        raise PermissionDenied("Alerts are set by admins and read by managers.")
+
+
+def _require_admin(user):
+    if not user.is_portal_admin:
+        raise PermissionDenied("Only admins change alert rules.")
+
+
+@require_http_methods(["GET", "POST"])
+def alerts(request):
+    _require_reader(request.user)
+    form = None
+    if request.user.is_portal_admin:
+        form = AlertRuleForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            rule = alert_services.alert_rule_create(data=form.cleaned_data, by=request.user)
+            messages.success(request, f"Alert rule added: {rule}.")
+            return redirect("usage:alerts")
+    elif request.method == "POST":
+        raise PermissionDenied("Only admins change alert rules.")
+    events = AlertEvent.objects.select_related("rule", "team")
+    context = {
+        "form": form,
+        "rules": AlertRule.objects.select_related("team"),
+        "active": events.filter(resolved_at__isnull=True),
+        "history": events.prefetch_related("deliveries")[:100],
+    }
+    return render(request, "usage/alerts.html", context, status=400 if form is not None and form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+def alert_rule_edit(request, pk):
+    _require_admin(request.user)
+    rule = get_object_or_404(AlertRule, pk=pk)
+    form = AlertRuleForm(request.POST or None, instance=rule)
+    if request.method == "POST" and form.is_valid():
+        alert_services.alert_rule_update(rule=rule, data=form.cleaned_data)
+        messages.success(request, f"Alert rule updated: {rule}.")
+        return redirect("usage:alerts")
+    return render(
+        request, "usage/alert_rule_edit.html", {"form": form, "rule": rule}, status=400 if form.errors else 200
+    )
+
+
+@require_POST
+def alert_rule_delete(request, pk):
+    _require_admin(request.user)
+    rule = get_object_or_404(AlertRule, pk=pk)
+    text = str(rule)
+    rule.delete()
+    messages.success(request, f"Alert rule deleted: {text}.")
+    return redirect("usage:alerts")

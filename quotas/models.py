@@ -231,6 +231,13 @@ class ComputeAllocation(models.Model):
     def __str__(self):
         return f"{self.team} on {self.instance_type}"
 
+    def clean(self):
+        if self.instances is not None and any(v is not None for v in (self.accelerators, self.vcpus, self.memory_gib)):
+            raise ValidationError("give either whole instances or accelerators / vCPUs / memory, not both")
+        it = self.instance_type if self.instance_type_id else None
+        if it is not None and self.accelerators and not it.accelerator_key:
+            raise ValidationError({"accelerators": f"{it.name} has no accelerators"})
+
     def given(self) -> dict:
         """What the admin set, in the engine's quota-entry form."""
         if self.instances is not None:
@@ -303,3 +310,52 @@ class PriorityClass(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.weight})"
+
+
+class VersionScope(models.TextChoices):
+    TEAM = "team", "Team"
+    CLUSTER = "cluster", "Cluster policy"
+
+
+class ConfigVersion(models.Model):
+    """One saved state of a team's configuration (policy, members, allocations) or of the cluster policy.
+
+    Every change writes a new version in the same transaction, with a full JSON snapshot and a readable
+    diff against the previous version of the same subject; reverting applies an old snapshot as a new
+    version.
+    """
+
+    scope = models.CharField(max_length=16, choices=VersionScope.choices)
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField(help_text="1, 2, 3… per team (or for the cluster policy)")
+    snapshot = models.JSONField()
+    changes = models.JSONField(default=list, help_text="readable differences from the previous version")
+    reason = models.CharField(max_length=300, blank=True)
+    author = models.ForeignKey(
+        "quotas.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="config_versions"
+    )
+    reverted_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="the version restored"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "number"], name="one_version_number_per_team"),
+            models.UniqueConstraint(
+                fields=["number"], condition=Q(scope="cluster"), name="one_version_number_for_cluster"
+            ),
+            models.CheckConstraint(
+                condition=(Q(scope="team") & Q(team__isnull=False)) | (Q(scope="cluster") & Q(team__isnull=True)),
+                name="version_scope_matches_team",
+            ),
+        ]
+
+    def __str__(self):
+        subject = self.team.name if self.team_id else "cluster policy"
+        return f"{subject} v{self.number}"
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.changes) if self.changes else "no change"

@@ -1,0 +1,153 @@
+"""Reads for the quota pages and API: inventory with allocated totals, team standings, allocation rows."""
+
+from collections import defaultdict
+
+from django.db.models import Count, Prefetch, Sum
+
+from quotas.models import ComputeAllocation, ConfigVersion, InstanceType, NodeGroup, Team
+
+RESOURCE_LABELS = {"gpu": "GPU", "neuron": "Neuron", "cpu": "vCPU", "memory": "GiB"}
+RESOURCE_ORDER = ["gpu", "neuron", "cpu", "memory"]
+
+
+def instance_types_with_nodes():
+    return InstanceType.objects.annotate(nodes=Sum("node_groups__node_count")).order_by("name")
+
+
+def allocated_by_type(*, exclude_team=None) -> dict[int, dict[str, float]]:
+    """Sum of every team's resolved quota, per instance type id and resource."""
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    allocations = ComputeAllocation.objects.select_related("instance_type")
+    if exclude_team is not None:
+        allocations = allocations.exclude(team=exclude_team)
+    for alloc in allocations:
+        row = out[alloc.instance_type_id]
+        for resource, value in alloc.resolved().items():
+            row[resource] = row.get(resource, 0) + value
+    return out
+
+
+def capacity_row(it: InstanceType, nodes: int, allocated: dict[str, float]) -> dict:
+    """One instance type: capacity, allocated and, per resource, whether quota exceeds capacity."""
+    capacity = {k: v * nodes for k, v in it.capacity().items()}
+    resources = []
+    for resource in RESOURCE_ORDER:
+        if resource not in capacity:
+            continue
+        cap, used = capacity[resource], allocated.get(resource, 0)
+        resources.append(
+            {
+                "resource": resource,
+                "label": RESOURCE_LABELS[resource],
+                "capacity": cap,
+                "allocated": used,
+                "over": used > cap + 1e-9,
+                "pct": round(100 * used / cap) if cap else (100 if used else 0),
+            }
+        )
+    over = [r for r in resources if r["over"]]
+    return {
+        "instance_type": it,
+        "nodes": nodes,
+        "capacity": capacity,
+        "resources": resources,
+        "warning": (
+            f"Quota exceeds capacity on {it.name}: "
+            + ", ".join(f"{r['label']} {r['allocated']:g} allocated of {r['capacity']:g}" for r in over)
+            + ". Teams cannot all use their full quota at once."
+        )
+        if over
+        else "",
+    }
+
+
+def cluster_inventory() -> dict:
+    allocated = allocated_by_type()
+    rows = [capacity_row(it, it.nodes or 0, allocated.get(it.pk, {})) for it in instance_types_with_nodes()]
+    return {
+        "rows": rows,
+        "node_groups": NodeGroup.objects.select_related("instance_type"),
+        "warnings": [r["warning"] for r in rows if r["warning"]],
+    }
+
+
+def _accelerator_totals(per_type: dict, kinds: dict[str, str]) -> dict[str, float]:
+    """{instance_type: {resource: v}} -> totals per resource, all instance types together."""
+    out: dict[str, float] = {}
+    for resources in (per_type or {}).values():
+        for resource, value in resources.items():
+            out[resource] = out.get(resource, 0) + value
+    return out
+
+
+def headline(totals: dict[str, float]) -> list[tuple[str, float]]:
+    """What to show at a glance: accelerators if the team has any quota in them, else vCPUs."""
+    accel = [(RESOURCE_LABELS[r], totals[r]) for r in ("gpu", "neuron") if r in totals]
+    return accel or ([("vCPU", totals["cpu"])] if "cpu" in totals else [])
+
+
+def team_list(user):
+    """Teams the user may see, each with its members, allocations and standing (quota, usage, borrowed,
+    lent, fair share, pending) summed over instance types. A fixed number of queries for any team count."""
+    from scheduling.status import team_statuses  # the engine's view; quotas must not import it at load time
+
+    teams = list(
+        Team.objects.visible_to(user)
+        .annotate(member_count=Count("members", distinct=True))
+        .prefetch_related(Prefetch("allocations", queryset=ComputeAllocation.objects.select_related("instance_type")))
+        .order_by("name")
+    )
+    statuses = team_statuses()
+    rows = []
+    for team in teams:
+        standing = statuses.get(team.name)
+        metrics = {}
+        for metric in ("quota", "usage", "borrowed", "lent", "fair_share"):
+            per_type = getattr(standing, metric, {}) if standing else {}
+            totals = _accelerator_totals(per_type, {})
+            metrics[metric] = headline(totals)
+        quota_acc = sum(v for _, v in metrics["quota"])
+        usage_acc = sum(v for _, v in metrics["usage"])
+        rows.append(
+            {
+                "team": team,
+                "metrics": metrics,
+                "pending": standing.pending if standing else 0,
+                "use_pct": round(100 * usage_acc / quota_acc) if quota_acc else (100 if usage_acc else 0),
+                "allocations": list(team.allocations.all()),
+            }
+        )
+    return rows
+
+
+def team_standing(team: Team):
+    from scheduling.status import team_statuses
+
+    return team_statuses().get(team.name)
+
+
+def standing_table(standing, types: list[InstanceType]) -> list[dict]:
+    """Per instance type and resource: quota, usage, borrowed, lent, fair share (for the team page)."""
+    rows = []
+    if standing is None:
+        return rows
+    names = sorted(set(standing.quota) | set(standing.usage) | set(standing.borrowed) | set(standing.lent))
+    for name in names:
+        for resource in RESOURCE_ORDER:
+            values = {
+                metric: (getattr(standing, metric) or {}).get(name, {}).get(resource)
+                for metric in ("quota", "usage", "borrowed", "lent", "fair_share")
+            }
+            if all(not v for v in values.values()):
+                continue
+            limit = (standing.borrowing_limit or {}).get(name, {}).get(resource) if standing.borrowing_limit else None
+            rows.append({"instance_type": name, "resource": RESOURCE_LABELS[resource], "limit": limit, **values})
+    return rows
+
+
+def team_versions(team: Team):
+    return ConfigVersion.objects.filter(team=team).select_related("author", "reverted_from").order_by("-number")
+
+
+def cluster_versions():
+    return ConfigVersion.objects.filter(scope="cluster").select_related("author", "reverted_from").order_by("-number")

@@ -75,12 +75,18 @@ class Job(models.Model):
     borrowed = models.BooleanField(default=False, help_text="admitted on borrowed quota")
     preemption_count = models.PositiveIntegerField(default=0)
     backend_ref = models.CharField(max_length=253, blank=True, help_text="the cluster's name for it")
+    backend_stop_pending = models.BooleanField(
+        default=False, help_text="stopped here but the cluster has not confirmed yet; the loop retries"
+    )
+    cloned_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones", help_text="resubmitted from"
+    )
 
     objects = JobQuerySet.as_manager()
 
     class Meta:
         ordering = ["-submitted_at", "-id"]
-        indexes = [models.Index(fields=["team", "state"])]
+        indexes = [models.Index(fields=["team", "state"]), models.Index(fields=["state", "submitted_at"])]
 
     def __str__(self):
         return f"{self.name} (#{self.pk})"

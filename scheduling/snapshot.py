@@ -65,6 +65,9 @@ def job_workload(job: Job, *, lowest: int) -> engine.Workload:
     )
 
 
+JOB_RELATIONS = ("team", "instance_type", "assigned_instance_type", "priority_class")
+
+
 def build_snapshot(*, now: datetime | None = None, include_queued: bool = True, jobs=None) -> engine.Snapshot:
     """The engine's view of the cluster now: inventory, teams with resolved quota, policy, and jobs.
 
@@ -74,9 +77,12 @@ def build_snapshot(*, now: datetime | None = None, include_queued: bool = True, 
     states = ACTIVE_STATES + (QUEUED_STATES if include_queued else ())
     if jobs is None:
         jobs = Job.objects.filter(state__in=states)
-    jobs = jobs.select_related("team", "instance_type", "assigned_instance_type", "priority_class").order_by(
-        "submitted_at", "pk"
-    )
+    jobs = jobs.select_related(*JOB_RELATIONS).order_by("submitted_at", "pk")
+    return snapshot_from_jobs(list(jobs), now=now)
+
+
+def snapshot_from_jobs(jobs: list[Job], *, now: datetime) -> engine.Snapshot:
+    """The same snapshot from jobs already loaded (with JOB_RELATIONS), for callers that keep the rows."""
     lowest = lowest_priority()
     return engine.Snapshot(
         instance_types=engine_instance_types(),

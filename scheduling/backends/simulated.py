@@ -1,0 +1,103 @@
+"""The simulated cluster: the embedded default backend, a cluster that lives in the jobs table.
+
+A job the loop starts is placed on the nodes the engine chose (checked against the node groups) and
+reported running at once. It finishes `expected_duration_s x SIMULATED_TIME_SCALE` seconds after it
+started; a fraction SIMULATED_FAILURE_RATE of jobs fails part-way instead. Which jobs fail, and when, is a
+hash of the job id, so a test or a demo replays the same way every time. Nothing is kept in memory: web,
+worker and beat processes all see the same cluster, and a restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Sum
+
+from quotas.models import InstanceType
+from scheduling.backends.base import ClusterBackend, InventoryItem, Observation
+
+DEFAULT_DURATION_S = 600  # a job submitted without an expected duration runs this long
+WAKE_UP_WITHIN_S = 120  # finishes sooner than this get their own cluster tick; later ones wait for beat
+
+
+def unit_hash(job_id: int, salt: str) -> float:
+    """A number in [0, 1) fixed by the job id."""
+    digest = hashlib.sha256(f"{salt}:{job_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def runtime_s(job) -> float:
+    """How long the simulated cluster runs this job, in real seconds."""
+    return (job.expected_duration_s or DEFAULT_DURATION_S) * settings.SIMULATED_TIME_SCALE
+
+
+def fate(job) -> tuple[str, float]:
+    """('succeeded' | 'failed', seconds after start): deterministic per job id."""
+    runtime = runtime_s(job)
+    if unit_hash(job.pk, "fail") < settings.SIMULATED_FAILURE_RATE:
+        return "failed", runtime * (0.2 + 0.6 * unit_hash(job.pk, "when"))
+    return "succeeded", runtime
+
+
+class SimulatedCluster(ClusterBackend):
+    name = "simulated"
+
+    def start(self, job, *, instance_type: str, nodes: list[int] | None) -> str:
+        node_count = (
+            InstanceType.objects.filter(name=instance_type).aggregate(n=Sum("node_groups__node_count"))["n"] or 0
+        )
+        bad = [n for n in nodes or [] if not 0 <= n < node_count]
+        if bad:
+            raise ValueError(f"job #{job.pk}: {instance_type} has {node_count} nodes, no node {bad[0]}")
+        self._wake_up_after(runtime_s(job))
+        return f"sim/{job.team.namespace}/{job.name}-{job.pk}"
+
+    def stop(self, job, *, reason: str, preempted: bool) -> None:
+        """Nothing to tear down: the simulated pods exist only as the job's state in the database."""
+
+    def observe(self, jobs, *, now: datetime) -> list[Observation]:
+        out = []
+        for job in jobs:
+            if not job.backend_ref:
+                continue
+            if job.state == "admitted":
+                pods = f"{job.pods} pod{'s' if job.pods > 1 else ''}"
+                out.append(Observation(job.pk, "running", now, f"running: {pods} on {job.backend_ref}"))
+            elif job.state == "running" and job.started_at is not None:
+                outcome, after = fate(job)
+                end = job.started_at + timedelta(seconds=after)
+                if end <= now:
+                    reason = (
+                        "finished successfully"
+                        if outcome == "succeeded"
+                        else "failed: the simulated cluster's container exited with code 1 (injected failure)"
+                    )
+                    out.append(Observation(job.pk, outcome, end, reason))
+        return out
+
+    def inventory(self) -> list[InventoryItem]:
+        types = InstanceType.objects.annotate(n=Sum("node_groups__node_count"))
+        return [
+            InventoryItem(
+                instance_type=it.name,
+                node_count=it.n or 0,
+                accelerator_resource=it.accelerator_resource,
+                accelerators=it.accelerators,
+                vcpus=it.vcpus,
+                memory_gib=it.memory_gib,
+            )
+            for it in types
+        ]
+
+    @staticmethod
+    def _wake_up_after(seconds: float) -> None:
+        """Short jobs get a cluster tick right when they end, so their quota is given back promptly."""
+        if settings.CELERY_TASK_ALWAYS_EAGER or seconds > WAKE_UP_WITHIN_S:
+            return
+        from scheduling.tasks import cluster_tick
+
+        with contextlib.suppress(Exception):  # the broker is down: beat's tick will notice the finish
+            cluster_tick.apply_async(countdown=seconds + 0.02)

@@ -1,0 +1,349 @@
+"""The admission loop: read the cluster from the database, ask the engine, apply its decisions in one
+transaction, then tell the cluster backend to start and stop jobs.
+
+Safe with several workers: on PostgreSQL each run holds a transaction-scoped advisory lock, so runs are
+serialized and no two admit against the same free capacity; on SQLite the IMMEDIATE transaction mode takes
+the one write lock up front. Every write to a job's state is conditional on the state the run read, so a
+job cancelled or finished by someone else meanwhile is never overwritten. A run that fails rolls back whole
+and is recorded with its error; the next run redoes the work.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from quotas.models import InstanceType
+from scheduling import engine
+from scheduling.backends import get_backend
+from scheduling.backends.base import ClusterUnreachable
+from scheduling.models import ACTIVE_STATES, QUEUED_STATES, AdmissionRun, Job, JobEvent, JobState
+from scheduling.snapshot import JOB_RELATIONS, snapshot_from_jobs
+
+log = logging.getLogger(__name__)
+
+LOCK_KEY = 0x6A6F6273  # "jobs": the advisory lock every admission run holds
+UNREACHABLE = "cluster unreachable; the portal retries on its next pass"
+PREEMPTION_WHY = {
+    "reclaim": "to reclaim quota that this job's team had borrowed",
+    "fair-share": "to bring the teams back to their fair shares",
+    "priority": "because it has a higher priority",
+}
+RUN_HISTORY = timedelta(days=1)
+
+
+# --- asking for a run -------------------------------------------------------------------------------------
+
+
+def admission_request(trigger: str) -> None:
+    """Ask for an admission run once the current transaction commits (at once outside a transaction).
+
+    Called after every submit, finish, cancel and allocation change. Requests that arrive while one is
+    already queued are folded into it (a Redis flag), so a burst of submits costs one run, not hundreds.
+    """
+    transaction.on_commit(lambda: _enqueue(trigger))
+
+
+def _enqueue(trigger: str) -> None:
+    from scheduling.tasks import admission_tick
+
+    if not settings.CELERY_TASK_ALWAYS_EAGER and not _claim_queue_slot(trigger):
+        return
+    try:
+        admission_tick.delay(trigger)
+    except Exception:  # the broker is down: beat's periodic run picks the work up
+        log.exception("could not enqueue an admission run (%s); beat will run it", trigger)
+        _release_queue_slot()
+
+
+_redis = None
+QUEUED_FLAG = "portal:admission:queued"
+
+
+def _redis_client():
+    global _redis
+    if _redis is None and settings.REDIS_URL:
+        import redis
+
+        _redis = redis.Redis.from_url(settings.REDIS_URL)
+    return _redis
+
+
+def _claim_queue_slot(trigger: str) -> bool:
+    """True when no run is waiting in the queue yet (then the caller enqueues one)."""
+    client = _redis_client()
+    if client is None:
+        return True
+    try:
+        return bool(client.set(QUEUED_FLAG, trigger, nx=True, ex=30))
+    except Exception:
+        return True
+
+
+def _release_queue_slot() -> None:
+    """Called by a run as it starts: requests from now on need a new run, which sees their commits."""
+    client = _redis_client()
+    if client is not None:
+        try:
+            client.delete(QUEUED_FLAG)
+        except Exception:
+            log.warning("could not clear the admission queue flag")
+
+
+# --- one run ----------------------------------------------------------------------------------------------
+
+
+def _lock() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+
+
+def admission_run(*, trigger: str = "beat") -> AdmissionRun:
+    """Decide and apply one round of admissions and preemptions; record the run; then start/stop on the cluster."""
+    _release_queue_slot()
+    started = timezone.now()
+    t0 = time.perf_counter()
+    try:
+        with transaction.atomic():
+            _lock()
+            now = timezone.now()
+            jobs = list(
+                Job.objects.filter(state__in=ACTIVE_STATES + QUEUED_STATES)
+                .select_related(*JOB_RELATIONS)
+                .order_by("submitted_at", "pk")
+            )
+            decisions = engine.decide(snapshot_from_jobs(jobs, now=now))
+            applied = apply_decisions(decisions, jobs, now=now)
+            run = AdmissionRun.objects.create(
+                started_at=started,
+                duration_ms=(time.perf_counter() - t0) * 1000,
+                trigger=trigger[:32],
+                admitted=len(applied.admitted),
+                preempted=len(applied.preempted),
+                pending=applied.pending,
+            )
+    except Exception as exc:
+        log.exception("admission run failed (%s)", trigger)
+        return AdmissionRun.objects.create(
+            started_at=started,
+            duration_ms=(time.perf_counter() - t0) * 1000,
+            trigger=trigger[:32],
+            error=f"{type(exc).__name__}: {exc}"[:2000],
+        )
+    if trigger == "beat":
+        AdmissionRun.objects.filter(started_at__lt=started - RUN_HISTORY).delete()
+    carry_out()
+    return run
+
+
+class Applied:
+    def __init__(self):
+        self.admitted: list[int] = []
+        self.preempted: list[int] = []
+        self.pending = 0
+
+
+def apply_decisions(decisions: engine.Decisions, jobs: list[Job], *, now) -> Applied:
+    """Write the engine's decisions: preemptions first (they make the room), then admissions, then reasons.
+
+    Must run inside the run's transaction. Each state change is conditional on the state read, and each
+    comes with its event.
+    """
+    by_name = {str(job.pk): job for job in jobs}
+    applied = Applied()
+    events: list[JobEvent] = []
+    for preemption in decisions.preemptions:
+        if _preempt(by_name[preemption.workload], by_name.get(preemption.by), preemption.reason, now, events):
+            applied.preempted.append(int(preemption.workload))
+    type_ids = dict(InstanceType.objects.values_list("name", "pk")) if decisions.admissions else {}
+    for admission in decisions.admissions:
+        if _admit(by_name[admission.workload], admission, type_ids, now, events):
+            applied.admitted.append(int(admission.workload))
+    JobEvent.objects.bulk_create(events)
+    _update_reasons(decisions.reasons, by_name, skip=set(applied.preempted))
+    applied.pending = len(decisions.reasons)
+    return applied
+
+
+def preemption_reason(victim: Job, preemptor: Job | None, why: str) -> str:
+    if preemptor is None:
+        return f"preempted {PREEMPTION_WHY.get(why, why)}"
+    return f"preempted by job #{preemptor.pk} {preemptor.name} of {preemptor.team.name} {PREEMPTION_WHY.get(why, why)}"
+
+
+def _preempt(victim: Job, preemptor: Job | None, why: str, now, events: list[JobEvent]) -> bool:
+    reason = preemption_reason(victim, preemptor, why)
+    requeued = f"back in the queue after being preempted by job #{preemptor.pk}" if preemptor else "back in the queue"
+    changed = Job.objects.filter(pk=victim.pk, state__in=ACTIVE_STATES).update(
+        state=JobState.PENDING,
+        reason=requeued,
+        preemption_count=F("preemption_count") + 1,
+        admitted_at=None,
+        started_at=None,
+        assigned_instance_type=None,
+        placement=None,
+        borrowed=False,
+        backend_stop_pending=True,
+    )
+    if not changed:
+        return False
+    events.append(JobEvent(job=victim, at=now, from_state=victim.state, to_state=JobState.PREEMPTED, reason=reason))
+    events.append(
+        JobEvent(job=victim, at=now, from_state=JobState.PREEMPTED, to_state=JobState.PENDING, reason=requeued)
+    )
+    return True
+
+
+def admission_reason(admission: engine.Admission) -> str:
+    where = f"admitted on {admission.instance_type}"
+    if admission.nodes:
+        nodes = sorted(set(admission.nodes))
+        where += f" (node{'s' if len(nodes) > 1 else ''} {', '.join(str(n) for n in nodes)})"
+    return where + (" on quota borrowed from its cohort" if admission.borrowed else " within its team's quota")
+
+
+def _admit(job: Job, admission: engine.Admission, type_ids: dict, now, events: list[JobEvent]) -> bool:
+    reason = admission_reason(admission)
+    changed = Job.objects.filter(pk=job.pk, state__in=QUEUED_STATES).update(
+        state=JobState.ADMITTED,
+        reason=reason,
+        admitted_at=now,
+        assigned_instance_type=type_ids.get(admission.instance_type),
+        placement=admission.nodes,
+        borrowed=admission.borrowed,
+    )
+    if changed:
+        events.append(JobEvent(job=job, at=now, from_state=job.state, to_state=JobState.ADMITTED, reason=reason))
+    return bool(changed)
+
+
+def _update_reasons(reasons: dict[str, str], by_name: dict[str, Job], *, skip: set[int]) -> None:
+    """Store each pending job's reason where it changed, one UPDATE per distinct reason."""
+    changed: dict[str, list[int]] = defaultdict(list)
+    for name, reason in reasons.items():
+        job = by_name.get(name)
+        if job is not None and job.pk not in skip and job.state in QUEUED_STATES and job.reason != reason:
+            changed[reason].append(job.pk)
+    for reason, ids in changed.items():
+        Job.objects.filter(pk__in=ids, state__in=QUEUED_STATES).update(reason=reason)
+
+
+# --- telling the cluster ----------------------------------------------------------------------------------
+
+
+def carry_out() -> None:
+    """Bring the cluster in line with the database: stop what was stopped here, start what was admitted.
+
+    Looks at the database rather than at one run's decisions, so anything a failed call left undone
+    (ClusterUnreachable) is simply done on the next pass.
+    """
+    backend = get_backend()
+    stops = list(Job.objects.filter(backend_stop_pending=True).select_related("team"))
+    for job in stops:
+        try:
+            backend.stop(job, reason=job.reason, preempted=job.state in QUEUED_STATES)
+        except ClusterUnreachable:
+            log.warning("cluster unreachable: job #%s stays marked for stopping", job.pk)
+            continue
+        Job.objects.filter(pk=job.pk, backend_ref=job.backend_ref).update(backend_stop_pending=False, backend_ref="")
+    starts = list(
+        Job.objects.filter(state=JobState.ADMITTED, backend_ref="", backend_stop_pending=False)
+        .select_related("team", "assigned_instance_type")
+        .order_by("admitted_at", "pk")
+    )
+    start_on_cluster(starts, backend=backend)
+
+
+def start_on_cluster(jobs: list[Job], *, backend) -> None:
+    started, unreachable = [], []
+    for job in jobs:
+        try:
+            job.backend_ref = backend.start(job, instance_type=job.assigned_instance_type.name, nodes=job.placement)
+            started.append(job)
+        except ClusterUnreachable:
+            unreachable.append(job.pk)
+    if unreachable:
+        Job.objects.filter(pk__in=unreachable, state=JobState.ADMITTED).update(reason=UNREACHABLE)
+    recorded = []
+    for job in started:
+        if Job.objects.filter(pk=job.pk, state=JobState.ADMITTED, backend_ref="").update(backend_ref=job.backend_ref):
+            recorded.append(job)
+        else:  # preempted or cancelled while it was being started: take it off the cluster again
+            try:
+                backend.stop(job, reason="no longer admitted", preempted=False)
+            except ClusterUnreachable:
+                log.warning("cluster unreachable: job #%s may run without admission until the next pass", job.pk)
+    if recorded:
+        cluster_sync(jobs=recorded, backend=backend)
+
+
+def stop_on_cluster(job_ids: list[int], *, reason: str, preempted: bool) -> None:
+    """Stop jobs right away (after a cancel); on failure they stay marked and the loop retries."""
+    backend = get_backend()
+    for job in Job.objects.filter(pk__in=job_ids, backend_stop_pending=True).select_related("team"):
+        try:
+            backend.stop(job, reason=reason, preempted=preempted)
+        except ClusterUnreachable:
+            continue
+        Job.objects.filter(pk=job.pk).update(backend_stop_pending=False, backend_ref="")
+
+
+def cluster_sync(*, jobs=None, backend=None) -> int:
+    """Apply what the cluster reports about admitted/running jobs; ask for a run when any finished.
+
+    Returns the number of jobs that finished.
+    """
+    backend = backend or get_backend()
+    if jobs is None:
+        jobs = list(
+            Job.objects.filter(state__in=ACTIVE_STATES)
+            .exclude(backend_ref="")
+            .select_related("team", "assigned_instance_type")
+        )
+    if not jobs:
+        return 0
+    try:
+        observations = backend.observe(jobs, now=timezone.now())
+    except ClusterUnreachable:
+        log.warning("cluster unreachable: nothing observed this time")
+        return 0
+    by_id = {job.pk: job for job in jobs}
+    finished = 0
+    events = []
+    with transaction.atomic():
+        for obs in observations:
+            job = by_id.get(obs.job_id)
+            if job is None or obs.state == job.state:
+                continue
+            fields = {"state": obs.state, "reason": obs.reason or _observed_reason(obs.state)}
+            allowed = [JobState.ADMITTED] if obs.state == JobState.RUNNING else list(ACTIVE_STATES)
+            if obs.state == JobState.RUNNING:
+                fields["started_at"] = obs.at
+            else:
+                fields["finished_at"] = obs.at
+                fields["backend_ref"] = ""
+            if Job.objects.filter(pk=job.pk, state__in=allowed).update(**fields):
+                events.append(
+                    JobEvent(job=job, at=obs.at, from_state=job.state, to_state=obs.state, reason=fields["reason"])
+                )
+                finished += obs.state != JobState.RUNNING
+        JobEvent.objects.bulk_create(events)
+        if finished:
+            admission_request("finish")
+    return finished
+
+
+def _observed_reason(state: str) -> str:
+    return {
+        JobState.RUNNING: "running on the cluster",
+        JobState.SUCCEEDED: "finished successfully",
+        JobState.FAILED: "failed on the cluster",
+    }.get(state, state)

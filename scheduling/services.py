@@ -1,0 +1,245 @@
+"""Writes on jobs: submit, cancel, clone, and the one place a job changes state (with its event).
+
+Every service checks who is asking (the same visibility rule as the pages) and validates the whole request
+before writing anything, inside one transaction. The admission loop is asked to run once the change commits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from quotas.models import InstanceType, PriorityClass, Team, k8s_name_validator
+from scheduling.models import ACTIVE_STATES, FINAL_STATES, Job, JobEvent, JobState
+
+MAX_PODS = 512
+MAX_DURATION_S = 30 * 24 * 3600
+
+
+class JobNotFound(Exception):
+    """The job does not exist or the user may not see it (the two are deliberately indistinguishable)."""
+
+
+@dataclass
+class JobRequest:
+    """What a scientist asks for; names (not objects) so the form, API and command share one validation."""
+
+    team: str
+    name: str
+    image: str
+    instance_type: str | None = None  # None or "" = any type the team has quota on
+    accelerators: int = 0
+    vcpus: float = 0
+    memory_gib: float = 0
+    pods: int = 1
+    priority_class: str | None = None
+    command: str = ""
+    expected_duration_s: int | None = None
+
+
+def record_transition(job: Job, to_state: str, reason: str, *, at=None) -> JobEvent:
+    """Build (not save) the event for a state change and update the job in memory."""
+    at = at or timezone.now()
+    event = JobEvent(job=job, at=at, from_state=job.state, to_state=to_state, reason=reason)
+    job.state = to_state
+    job.reason = reason
+    return event
+
+
+def _resolve(request: JobRequest, user):
+    errors: dict[str, list[str]] = {}
+
+    def err(field, message):
+        errors.setdefault(field, []).append(message)
+
+    team = Team.objects.visible_to(user).filter(name=request.team).first() if request.team else None
+    if not request.team:
+        err("team", "choose a team")
+    elif team is None:
+        err("team", f"unknown team {request.team!r}")
+    elif not user.is_portal_admin and not team.members.filter(pk=user.pk).exists():
+        err("team", f"you are not a member of {team.name}; only its members submit jobs for it")
+
+    instance_type = None
+    if request.instance_type:
+        instance_type = InstanceType.objects.filter(name=request.instance_type).first()
+        if instance_type is None:
+            err("instance_type", f"unknown instance type {request.instance_type!r}")
+
+    priority_class = None
+    if request.priority_class:
+        priority_class = PriorityClass.objects.filter(name=request.priority_class).first()
+        if priority_class is None:
+            known = ", ".join(PriorityClass.objects.values_list("name", flat=True)) or "none defined"
+            err("priority_class", f"unknown priority class {request.priority_class!r} (known: {known})")
+
+    try:
+        k8s_name_validator(request.name or "")
+    except ValidationError as exc:
+        err("name", f"job name {exc.messages[0]}")
+    if not (request.image or "").strip():
+        err("image", "give the container image to run, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
+
+    _check_sizes(request, instance_type, err)
+    if errors:
+        raise ValidationError(errors)
+    return team, instance_type, priority_class
+
+
+def _check_sizes(request: JobRequest, instance_type, err) -> None:
+    sizes = {"accelerators": request.accelerators, "vcpus": request.vcpus, "memory_gib": request.memory_gib}
+    for field, value in sizes.items():
+        if value is None or (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+            err(field, "must be a number of zero or more")
+            return
+    if request.pods is None or request.pods < 1 or request.pods > MAX_PODS:
+        err("pods", f"must be between 1 and {MAX_PODS}")
+        return
+    if request.expected_duration_s is not None and not (0 < request.expected_duration_s <= MAX_DURATION_S):
+        err("expected_duration_s", "must be between 1 second and 30 days")
+    if not (request.accelerators or request.vcpus or request.memory_gib):
+        err("__all__", "ask for some resources: accelerators, vCPUs or memory per pod")
+        return
+    candidates = [instance_type] if instance_type else list(InstanceType.objects.all())
+    if not candidates:
+        err("instance_type", "the cluster has no instance types yet")
+        return
+    fits = [it for it in candidates if _pod_fits(request, it)]
+    if not fits:
+        if instance_type is not None:
+            err("__all__", _why_not(request, instance_type))
+        else:
+            most = max(it.accelerators for it in candidates)
+            err(
+                "__all__",
+                f"no instance type can hold one pod of this size (the largest has {most} accelerators, "
+                f"{max(it.vcpus for it in candidates)} vCPUs, {max(it.memory_gib for it in candidates)} GiB); "
+                "split the work over more pods",
+            )
+        return
+    nodes = dict(
+        InstanceType.objects.filter(pk__in=[it.pk for it in fits])
+        .annotate(n=Sum("node_groups__node_count"))
+        .values_list("pk", "n")
+    )
+    if not any(request.pods <= (nodes.get(it.pk) or 0) * _pods_per_node(request, it) for it in fits):
+        err("pods", f"{request.pods} pods of this size are more than the whole cluster can run at once")
+
+
+def _pod_fits(request: JobRequest, it: InstanceType) -> bool:
+    return request.accelerators <= it.accelerators and request.vcpus <= it.vcpus and request.memory_gib <= it.memory_gib
+
+
+def _pods_per_node(request: JobRequest, it: InstanceType) -> int:
+    limits = [
+        it.accelerators // request.accelerators if request.accelerators else None,
+        int(it.vcpus // request.vcpus) if request.vcpus else None,
+        int(it.memory_gib // request.memory_gib) if request.memory_gib else None,
+    ]
+    return min(x for x in limits if x is not None)
+
+
+def _why_not(request: JobRequest, it: InstanceType) -> str:
+    if request.accelerators > it.accelerators:
+        if not it.accelerators:
+            return f"{it.name} has no accelerators; choose a GPU or Neuron instance type"
+        return (
+            f"{request.accelerators} accelerators per pod is more than {it.name} has ({it.accelerators}); use more pods"
+        )
+    if request.vcpus > it.vcpus:
+        return f"{request.vcpus:g} vCPUs per pod is more than {it.name} has ({it.vcpus})"
+    return f"{request.memory_gib:g} GiB per pod is more than {it.name} has ({it.memory_gib} GiB)"
+
+
+def job_submit(*, user, request: JobRequest, cloned_from: Job | None = None) -> Job:
+    """Validate a request completely, then store the job as pending with its first event."""
+    from scheduling.loop import admission_request
+
+    team, instance_type, priority_class = _resolve(request, user)
+    with transaction.atomic():
+        job = Job(
+            team=team,
+            submitted_by=user,
+            name=request.name,
+            instance_type=instance_type,
+            accelerators=request.accelerators,
+            vcpus=request.vcpus,
+            memory_gib=request.memory_gib,
+            pods=request.pods,
+            priority_class=priority_class,
+            image=request.image.strip(),
+            command=request.command or "",
+            expected_duration_s=request.expected_duration_s,
+            cloned_from=cloned_from,
+            reason="waiting for the scheduler's next pass",
+        )
+        job.full_clean()
+        job.save()
+        origin = f" (resubmission of #{cloned_from.pk})" if cloned_from else ""
+        JobEvent.objects.create(
+            job=job, at=job.submitted_at, to_state=JobState.PENDING, reason=f"submitted by {user}{origin}"
+        )
+        admission_request("submit")
+    return job
+
+
+def job_for_user(*, user, pk) -> Job:
+    """A job the user may see, or JobNotFound (never a hint that it exists)."""
+    job = Job.objects.visible_to(user).filter(pk=pk).first() if str(pk).isdigit() else None
+    if job is None:
+        raise JobNotFound(f"no job #{pk}")
+    return job
+
+
+def can_change(user, job: Job) -> bool:
+    """Scientists change their teams' jobs, admins any; managers only read."""
+    if user.is_portal_admin:
+        return True
+    return not user.is_manager and job.team.members.filter(pk=user.pk).exists()
+
+
+def job_cancel(*, user, pk, reason: str = "") -> Job:
+    """Cancel a queued or running job. The cluster is told after the change commits."""
+    from scheduling.loop import admission_request, stop_on_cluster
+
+    with transaction.atomic():
+        job = job_for_user(user=user, pk=pk)
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if not can_change(user, job):
+            raise PermissionDenied("managers read jobs but do not cancel them")
+        if job.state in FINAL_STATES:
+            raise ValidationError(f"job #{job.pk} already {job.state}; nothing to cancel")
+        was_active = job.state in ACTIVE_STATES
+        event = record_transition(job, JobState.CANCELLED, reason or f"cancelled by {user}")
+        job.finished_at = event.at
+        job.backend_stop_pending = was_active
+        job.save(update_fields=["state", "reason", "finished_at", "backend_stop_pending"])
+        event.save()
+        if was_active:
+            transaction.on_commit(lambda: stop_on_cluster([job.pk], reason="cancelled", preempted=False))
+        admission_request("cancel")
+    return job
+
+
+def job_request_from(job: Job, **changes) -> JobRequest:
+    """A request that repeats a job (resubmit / clone), with optional changes."""
+    values = dict(
+        team=job.team.name,
+        name=job.name,
+        image=job.image,
+        instance_type=job.instance_type.name if job.instance_type_id else None,
+        accelerators=job.accelerators,
+        vcpus=job.vcpus,
+        memory_gib=job.memory_gib,
+        pods=job.pods,
+        priority_class=job.priority_class.name if job.priority_class_id else None,
+        command=job.command,
+        expected_duration_s=job.expected_duration_s,
+    )
+    values.update(changes)
+    return JobRequest(**values)

@@ -1,0 +1,39 @@
+"""Celery tasks: thin wrappers that call a service and log. The beat schedule is in portal/celery.py."""
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="scheduling.tasks.admission_tick", ignore_result=True)
+def admission_tick(trigger: str = "beat") -> dict:
+    """One admission run: snapshot, engine, decisions applied in one transaction, then the cluster told."""
+    from scheduling.loop import admission_run
+
+    run = admission_run(trigger=trigger)
+    if run.error:
+        log.error("admission run failed: %s", run.error)
+    return {"admitted": run.admitted, "preempted": run.preempted, "error": run.error}
+
+
+@shared_task(name="scheduling.tasks.cluster_tick", ignore_result=True)
+def cluster_tick() -> dict:
+    """Advance the cluster: apply what it reports (running, finished); a finish asks for an admission run."""
+    from scheduling.loop import carry_out, cluster_sync
+
+    finished = cluster_sync()
+    carry_out()  # retries starts/stops that an unreachable cluster refused earlier
+    return {"finished": finished}
+
+
+@shared_task(name="scheduling.tasks.demo_traffic_tick", ignore_result=True)
+def demo_traffic_tick() -> dict:
+    """Submit the next slice of the replayed Philly trace for the demo scientists (only with DEMO_TRAFFIC)."""
+    if not settings.DEMO_TRAFFIC:
+        return {"submitted": 0}
+    from scheduling.demo_traffic import demo_traffic_step
+
+    return {"submitted": demo_traffic_step()}

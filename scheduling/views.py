@@ -1,0 +1,156 @@
+"""Job pages: the list (filters, CSV, cancel), the request form with the team's standing, the job page with
+its timeline and live status, and the admission loop's recent runs for admins."""
+
+import csv
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from quotas.models import Team
+from scheduling import selectors, services
+from scheduling.filters import JobFilter
+from scheduling.forms import JobForm, format_duration
+from scheduling.models import FINAL_STATES
+
+CSV_COLUMNS = [
+    ("id", lambda j: j.pk),
+    ("name", lambda j: j.name),
+    ("team", lambda j: j.team.name),
+    ("user", lambda j: j.submitted_by.username),
+    ("state", lambda j: j.state),
+    ("reason", lambda j: j.reason),
+    ("instance_type", lambda j: j.instance_type.name if j.instance_type_id else "any"),
+    ("assigned_instance_type", lambda j: j.assigned_instance_type.name if j.assigned_instance_type_id else ""),
+    ("accelerators_per_pod", lambda j: j.accelerators),
+    ("vcpus_per_pod", lambda j: j.vcpus),
+    ("memory_gib_per_pod", lambda j: j.memory_gib),
+    ("pods", lambda j: j.pods),
+    ("priority_class", lambda j: j.priority_class.name if j.priority_class_id else ""),
+    ("borrowed", lambda j: j.borrowed),
+    ("preemptions", lambda j: j.preemption_count),
+    ("submitted_at", lambda j: j.submitted_at.isoformat()),
+    ("admitted_at", lambda j: j.admitted_at.isoformat() if j.admitted_at else ""),
+    ("started_at", lambda j: j.started_at.isoformat() if j.started_at else ""),
+    ("finished_at", lambda j: j.finished_at.isoformat() if j.finished_at else ""),
+]
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+def _filtered(request):
+    data = request.GET.copy()
+    if not data and not request.user.sees_all_teams:
+        data["mine"] = "true"  # a scientist starts on their own jobs, like squeue --me
+    return JobFilter(data, queryset=selectors.job_list(request.user), request=request)
+
+
+def job_list(request):
+    jobs = _filtered(request)
+    if request.GET.get("export") == "csv":
+        return _csv(jobs.qs)
+    page = Paginator(jobs.qs, 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"filter": jobs, "page": page, "query": query.urlencode(), "final_states": FINAL_STATES}
+    template = "scheduling/_job_table.html" if request.htmx else "scheduling/job_list.html"
+    return render(request, template, context)
+
+
+def _csv(queryset):
+    writer = csv.writer(_Echo())
+
+    def rows():
+        yield writer.writerow([name for name, _ in CSV_COLUMNS])
+        for job in queryset.iterator(chunk_size=500):
+            yield writer.writerow([value(job) for _, value in CSV_COLUMNS])
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="jobs-{timezone.now():%Y%m%d-%H%M}.csv"'
+    return response
+
+
+def job_submit(request):
+    initial = {}
+    clone_of = None
+    if request.GET.get("clone"):
+        clone_of = selectors.job_detail(request.user, request.GET["clone"])
+        if clone_of is None:
+            raise Http404("no such job")
+        initial = {
+            **services.job_request_from(clone_of).__dict__,
+            "expected_duration": format_duration(clone_of.expected_duration_s),
+        }
+    form = JobForm(request.POST or None, user=request.user, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = services.job_submit(user=request.user, request=form.to_request(), cloned_from=clone_of)
+        except ValidationError as exc:
+            form.add_service_errors(exc)
+        else:
+            messages.success(request, f"Job #{job.pk} {job.name} submitted to {job.team.name}'s queue.")
+            return redirect("jobs:job-detail", pk=job.pk)
+    teams = Team.objects.visible_to(request.user) if request.user.is_portal_admin else request.user.teams.all()
+    context = {"form": form, "panels": selectors.team_panels(teams.order_by("name")), "clone_of": clone_of}
+    return render(request, "scheduling/job_submit.html", context, status=400 if form.errors else 200)
+
+
+def _job_or_404(request, pk):
+    job = selectors.job_detail(request.user, pk)
+    if job is None:
+        raise Http404("no such job")
+    return job
+
+
+def _status_context(request, job):
+    return {
+        "job": job,
+        "events": selectors.job_events(job),
+        "place": selectors.queue_place(job),
+        "estimate": selectors.estimated_start(job),
+        "expected_end": selectors.expected_end(job),
+        "can_change": services.can_change(request.user, job),
+    }
+
+
+def job_detail(request, pk):
+    job = _job_or_404(request, pk)
+    return render(request, "scheduling/job_detail.html", _status_context(request, job))
+
+
+def job_status(request, pk):
+    """The live part of the job page, polled by htmx while the job is not finished."""
+    job = _job_or_404(request, pk)
+    return render(request, "scheduling/_job_status.html", _status_context(request, job))
+
+
+@require_POST
+def job_cancel(request, pk):
+    try:
+        job = services.job_cancel(user=request.user, pk=pk)
+    except services.JobNotFound as exc:
+        raise Http404("no such job") from exc
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(request.POST.get("next") or "jobs:job-list")
+    messages.success(request, f"Job #{job.pk} {job.name} cancelled.")
+    target = request.POST.get("next") or ""
+    return redirect(target if target.startswith("/") and not target.startswith("//") else "jobs:job-list")
+
+
+def admission_runs(request):
+    if not request.user.is_portal_admin:
+        raise PermissionDenied("only admins see the admission loop")
+    runs = list(selectors.admission_runs(200))
+    failed = sum(1 for r in runs if r.error)
+    durations = sorted(r.duration_ms for r in runs if r.duration_ms is not None)
+    p95 = durations[int(0.95 * (len(durations) - 1))] if durations else None
+    context = {"runs": runs, "failed": failed, "p95": p95}
+    return render(request, "scheduling/admission_runs.html", context)

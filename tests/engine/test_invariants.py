@@ -128,9 +128,9 @@ def check_invariants(s, scenario):
                 pool = sum(lends.values())
                 beyond += max(0.0, drawn - pool)
                 shares = [s.fair_share(s.by_name[t.name])[s.fidx[flavor]][s.ridx[resource]] for t in members]
-                assert (
-                    sum(shares) <= max(pool + uncovered, sum(nominal(t.name, flavor, resource) for t in members)) + EPS
-                )
+                # max(pool, nominal), where the pool also counts what members keep back from lending
+                kept = sum(nominal(t.name, flavor, resource) - lends[t.name] for t in members)
+                assert sum(shares) <= max(kept + pool + uncovered, kept + pool) + EPS  # = nominal + uncovered
             assert beyond <= uncovered + EPS
 
     # a team within its nominal quota is not left waiting while others borrow from it (quota-only clusters)

@@ -27,8 +27,10 @@ class KubeForbidden(ClusterUnreachable):
     """The API server refused the portal's credentials or its RBAC does not allow the call."""
 
 
-class KubeRejected(Exception):
-    """The API server refused a request as invalid (4xx other than the ones the backend handles)."""
+class KubeRejected(ClusterUnreachable):
+    """The API server refused a request (a 4xx the backend does not handle itself: an admission webhook,
+    a policy, a name taken by someone else). The loop keeps the job waiting and retries, like an outage,
+    so one refused job never stops the others; the message says what was refused and why."""
 
     def __init__(self, message: str, *, status: int, reason: str = ""):
         super().__init__(message)

@@ -63,6 +63,13 @@ class UsageFilterForm(forms.Form):
 
 
 class AlertRuleForm(forms.ModelForm):
+    webhook_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        max_length=200,
+        help_text="receives a JSON POST when the alert fires or clears",
+    )
+
     class Meta:
         model = AlertRule
         fields = ["team", "kind", "threshold_pct", "minutes", "emails", "webhook_url", "enabled"]

@@ -200,7 +200,7 @@ class Scheduler:
             team = self.teams[idx]
             if version != team.version:
                 continue
-            if changes != self.changes:
+            if changes != self.changes and not self._still_valid(job, plan):
                 fresh = self._offer(team, None)
                 if fresh is None:
                     continue
@@ -211,6 +211,16 @@ class Scheduler:
             budget -= 1 + len(plan[3])
             self._admit(job, plan)
             self.dirty.add(idx)
+
+    def _still_valid(self, job: Job, plan) -> bool:
+        """A plan without victims survives others' admissions if its quota and nodes are still free."""
+        flavor, nodes, borrows, victims = plan
+        if victims:
+            return False
+        code, still_borrows = self.book.check(job.team.book, flavor, job.total, job.nz)
+        if code != FITS or still_borrows != borrows:
+            return False
+        return nodes is None or self.pools[flavor].still_fits(nodes, job.per_pod, job.nz)
 
     def _offer(self, team: TeamState, heap) -> tuple | None:
         """Push the team's best candidate (or return it when heap is None); block the team if it has none."""

@@ -72,6 +72,12 @@ class NodePool:
                 return node
         return None
 
+    def still_fits(self, nodes: list[int], per_pod, nz) -> bool:
+        pods: dict[int, int] = {}
+        for node in nodes:
+            pods[node] = pods.get(node, 0) + 1
+        return all(self.free[node][r] - count * per_pod[r] >= -EPS for node, count in pods.items() for r in nz)
+
     def take(self, nodes: list[int], per_pod, nz, sign: int = 1) -> None:
         for node in nodes:
             self._unfile(node)

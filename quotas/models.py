@@ -1,6 +1,7 @@
 """Who may use what: users and their roles, the cluster's inventory, teams, allocations and policy."""
 
 import hashlib
+import math
 import secrets
 
 from django.contrib.auth.models import AbstractUser
@@ -202,6 +203,19 @@ class Team(models.Model):
     def __str__(self):
         return self.name
 
+    def clean(self):
+        _require_finite(self, ["fair_share_weight", "borrow_limit_pct"])
+
+
+def _require_finite(obj, fields):
+    errors = {}
+    for name in fields:
+        value = getattr(obj, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            errors[name] = "must be a finite number"
+    if errors:
+        raise ValidationError(errors)
+
 
 class ComputeAllocation(models.Model):
     """A team's nominal quota on one instance type: whole instances, or accelerators / vCPUs / memory.
@@ -232,6 +246,7 @@ class ComputeAllocation(models.Model):
         return f"{self.team} on {self.instance_type}"
 
     def clean(self):
+        _require_finite(self, ["vcpus", "memory_gib"])
         if self.instances is not None and any(v is not None for v in (self.accelerators, self.vcpus, self.memory_gib)):
             raise ValidationError("give either whole instances or accelerators / vCPUs / memory, not both")
         it = self.instance_type if self.instance_type_id else None

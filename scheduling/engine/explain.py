@@ -42,14 +42,14 @@ def _on_flavor(s: Scheduler, job: Job, f: int) -> str:
     book = job.team.book
     code, _ = s.book.check(book, f, job.total, job.nz)
     if code == TEAM:
-        return _team_limit(s, job, f) + _preemption_note(s, job, f)
+        return _team_limit(s, job, f) + _preemption_note(s, job, f, code)
     if code == COHORT:
-        return _cohort_limit(s, job, f) + _preemption_note(s, job, f)
+        return _cohort_limit(s, job, f) + _preemption_note(s, job, f, code)
     if code == CAPACITY:
-        return _capacity(s, job, f) + _preemption_note(s, job, f)
+        return _capacity(s, job, f) + _preemption_note(s, job, f, code)
     pool = s.pools[f]
     if pool is not None and code == FITS:
-        return _placement(s, job, f) + _preemption_note(s, job, f)
+        return _placement(s, job, f) + _preemption_note(s, job, f, code)
     return "admissible now; waits for the next scheduling pass"
 
 
@@ -93,7 +93,8 @@ def _cohort_limit(s: Scheduler, job: Job, f: int) -> str:
         if free + max(0.0, book.nominal[f][r] - book.usage[f][r]) < job.total[r] - EPS:
             break
     res = s.resources[r]
-    idle = max(0.0, s.book.pool(cohort, f, r) - cohort.draw[f][r])
+    others = max(0.0, s.book.excess_total[f][r] - cohort.excess[f][r])
+    idle = max(0.0, s.book.pool(cohort, f, r) - cohort.draw[f][r] - others)
     return (
         f"{_needs(s, job, f, r)}; {book.name} uses {number(book.usage[f][r])} of its "
         f"{number(book.nominal[f][r])}-{unit(res)} quota and cohort {cohort.name} has "
@@ -131,8 +132,19 @@ def _placement(s: Scheduler, job: Job, f: int) -> str:
     )
 
 
-def _preemption_note(s: Scheduler, job: Job, f: int) -> str:
+def _preemption_note(s: Scheduler, job: Job, f: int, code: int) -> str:
     team = job.team
+    book = team.book
+    notes = []
     if team.within == "Never" and any(v.priority < job.priority for v in team.running[f]):
-        return "; its team does not preempt its own lower-priority work"
-    return ""
+        notes.append("its team does not preempt its own lower-priority work")
+    if book.cohort is not None:
+        r = job.nz[0]
+        if all(book.usage[f][r] + job.total[r] <= book.nominal[f][r] + EPS for r in job.nz):
+            if team.reclaim == "Never":
+                notes.append("its team does not reclaim lent quota (reclaim_within_cohort Never)")
+            elif team.reclaim == "LowerPriority":
+                notes.append("what it lent runs work of equal or higher priority")
+        elif s.fair and book.may_borrow and code == COHORT:
+            notes.append(f"its fair share is {amount(s.fair_share(team)[f][r], s.resources[r])}")
+    return "".join("; " + note for note in notes)

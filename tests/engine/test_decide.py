@@ -224,3 +224,48 @@ def test_settling_a_settled_snapshot_changes_nothing():
     second = decide(snap)
     assert second.admissions == [] and second.preemptions == []
     assert set(second.reasons) == set(first.reasons)
+
+
+def test_weight_zero_gives_back_what_it_borrowed_when_someone_else_wants_it():
+    types = [InstanceType("p5", dict(P5), None)]
+    teams = [team("zero", 2, fair_share_weight=0), team("b", 2), team("idle", 4)]
+    running = [work(f"z{i}", "zero", running_on="p5", admitted_at=i) for i in range(6)]
+    pending = [work(f"b{i}", "b", submit=10, instance_type="p5") for i in range(5)]
+    decisions = decide(Snapshot(types, teams, running + pending, now=10))
+    reasons = {p.reason for p in decisions.preemptions}
+    assert reasons == {"fair-share"}  # b fills the idle 2 GPUs first, then borrows
+    assert decisions.teams["zero"].usage["p5"]["gpu"] == 3  # down to what b does not want
+    assert decisions.teams["b"].usage["p5"]["gpu"] == 5
+
+
+def test_fair_share_preemption_never_reverses():
+    """After b takes its fair share from a, neither side has a claim on the other: a second settle is idle."""
+    types = [InstanceType("p5", dict(P5), None)]
+    teams = [team("a", 2, fair_share_weight=1), team("b", 2, fair_share_weight=1), team("idle", 4)]
+    running = [work(f"a{i}", "a", running_on="p5", admitted_at=i) for i in range(8)]
+    pending = [work(f"b{i}", "b", submit=10, instance_type="p5") for i in range(8)]
+    decisions = decide(Snapshot(types, teams, running + pending, now=10))
+    assert decisions.teams["a"].usage["p5"]["gpu"] == 4 and decisions.teams["b"].usage["p5"]["gpu"] == 4
+    assert decisions.teams["a"].fair_share["p5"]["gpu"] == 4
+    assert "its fair share is 4 GPUs" in decisions.reasons["b4"]
+
+
+def test_reason_when_the_cohort_has_nothing_to_lend_and_reclaim_is_off():
+    types = [InstanceType("p5", dict(P5), None)]
+    teams = [team("x", 4, reclaim_within_cohort="Never"), team("y", 4)]
+    running = [work(f"y{i}", "y", running_on="p5", admitted_at=i) for i in range(8)]
+    decisions = decide(Snapshot(types, teams, running + [work("x1", "x", instance_type="p5")]))
+    assert decisions.preemptions == []
+    assert decisions.reasons["x1"] == (
+        "needs 1 GPU of p5; x uses 0 of its 4-GPU quota and cohort default has 0 GPUs idle to lend; "
+        "its team does not reclaim lent quota (reclaim_within_cohort Never)"
+    )
+
+
+def test_status_reports_borrowed_and_lent():
+    types = [InstanceType("p5", dict(P5), None)]
+    teams = [team("a", 2), team("b", 6)]
+    decisions = decide(Snapshot(types, teams, [work("w", "a", gpu=5)]))
+    a, b = decisions.teams["a"], decisions.teams["b"]
+    assert a.borrowed == {"p5": {"gpu": 3}} and b.lent == {"p5": {"gpu": 3}}
+    assert a.borrowing_limit is None and a.pending == 0

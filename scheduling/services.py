@@ -158,8 +158,6 @@ def _why_not(request: JobRequest, it: InstanceType) -> str:
 
 def job_submit(*, user, request: JobRequest, cloned_from: Job | None = None) -> Job:
     """Validate a request completely, then store the job as pending with its first event."""
-    from scheduling.loop import admission_request
-
     team, instance_type, priority_class = _resolve(request, user)
     with transaction.atomic():
         job = Job(
@@ -205,7 +203,7 @@ def can_change(user, job: Job) -> bool:
 
 def job_cancel(*, user, pk, reason: str = "") -> Job:
     """Cancel a queued or running job. The cluster is told after the change commits."""
-    from scheduling.loop import admission_request, stop_on_cluster
+    from scheduling.loop import stop_on_cluster
 
     with transaction.atomic():
         job = job_for_user(user=user, pk=pk)

@@ -57,7 +57,7 @@ def cluster(request):
 
 
 def _object_form(request, *, form_class, instance, save, title, back, delete_url=None):
-    form = form_class(request.POST or None, instance=instance)
+    form = form_class(request.POST if request.method == "POST" else None, instance=instance)
     if request.method == "POST" and form.is_valid():
         try:
             obj = save(form)
@@ -179,7 +179,7 @@ def team_edit(request, pk=None):
     team = visible_team(request, pk) if pk else None
     if not request.user.is_portal_admin:
         raise PermissionDenied("only admins change teams")
-    form = TeamForm(request.POST or None, instance=team)
+    form = TeamForm(request.POST if request.method == "POST" else None, instance=team)
     if request.method == "POST" and form.is_valid():
         members = list(form.cleaned_data["members"])
         reason = form.cleaned_data["reason"]
@@ -221,7 +221,7 @@ def allocations(request, pk):
     team = visible_team(request, pk)
     if not request.user.is_portal_admin:
         raise PermissionDenied("only admins change allocations")
-    reason_form = ReasonForm(request.POST or None)
+    reason_form = ReasonForm(request.POST if request.method == "POST" else None)
     if request.method == "POST":
         rows, forms_ok = rows_from_post(team, request.POST)
         if forms_ok and reason_form.is_valid():
@@ -302,7 +302,7 @@ def version_revert(request, pk):
 @require_http_methods(["GET", "POST"])
 def policy(request):
     current = ClusterPolicy.load()
-    form = ClusterPolicyForm(request.POST or None, instance=current)
+    form = ClusterPolicyForm(request.POST if request.method == "POST" else None, instance=current)
     if request.method == "POST":
         if not request.user.is_portal_admin:
             raise PermissionDenied("only admins change the cluster policy")

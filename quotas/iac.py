@@ -194,16 +194,16 @@ class Plan:
         return [c.line() for c in self.changes] + [self.summary()]
 
 
+def _shown(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    return history.number(value) if isinstance(value, int | float) else repr(value)
+
+
 def _field_diffs(current: dict, desired: dict, fields) -> list[str]:
-    out = []
-    for f in fields:
-        old, new = current.get(f), desired.get(f)
-        if old != new:
-            out.append(
-                f"{f}: {history.number(old) if isinstance(old, int | float) else old!r} → "
-                f"{history.number(new) if isinstance(new, int | float) else new!r}"
-            )
-    return out
+    return [
+        f"{f}: {_shown(current.get(f))} → {_shown(desired.get(f))}" for f in fields if current.get(f) != desired.get(f)
+    ]
 
 
 def _team_snapshot(entry: dict, types: dict[str, InstanceType]) -> dict:

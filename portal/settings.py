@@ -203,7 +203,12 @@ ADMISSION_INTERVAL = timedelta(seconds=env.float("ADMISSION_INTERVAL_SECONDS", d
 SIMULATED_TIME_SCALE = env.float("SIMULATED_TIME_SCALE", default=1.0)
 SIMULATED_FAILURE_RATE = env.float("SIMULATED_FAILURE_RATE", default=0.03)
 DEMO_TRAFFIC = env.bool("DEMO_TRAFFIC", default=False)
-KUBECONFIG = env.str("KUBECONFIG", default="")
+KUBECONFIG = env.str("KUBECONFIG", default="")  # empty: in-cluster configuration, else ~/.kube/config
+KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
+KUBE_ADMISSION_MODE = env.str("KUBE_ADMISSION_MODE", default="portal")  # "portal" | "kueue"
+KUBE_REQUEST_TIMEOUT_SECONDS = env.float("KUBE_REQUEST_TIMEOUT_SECONDS", default=10.0)
+KUBE_WATCH_SECONDS = env.float("KUBE_WATCH_SECONDS", default=1.0)
+KUBE_PORTAL_MODE_QUEUE_LABEL = env.bool("KUBE_PORTAL_MODE_QUEUE_LABEL", default=False)
 
 # Usage sampling and reports.
 USAGE_SAMPLE_SECONDS = env.float("USAGE_SAMPLE_SECONDS", default=60.0)

@@ -15,7 +15,10 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from quotas.models import InstanceType, PriorityClass, Team, k8s_name_validator
+from scheduling.loop import admission_request
 from scheduling.models import ACTIVE_STATES, FINAL_STATES, Job, JobEvent, JobState
+
+__all__ = ["JobNotFound", "JobRequest", "admission_request", "job_cancel", "job_for_user", "job_submit"]
 
 MAX_PODS = 512
 MAX_DURATION_S = 30 * 24 * 3600

@@ -44,6 +44,10 @@ class IsAdminOrReadOnly(permissions.BasePermission):
     def has_permission(self, request, view):
         if not (request.user and request.user.is_authenticated):
             return False
+        # On one object, the object check decides, after the visibility rule: another team's is a 404.
+        return request.method in permissions.SAFE_METHODS or request.user.is_portal_admin or view.detail
+
+    def has_object_permission(self, request, view, obj):
         return request.method in permissions.SAFE_METHODS or request.user.is_portal_admin
 
 

@@ -24,7 +24,7 @@ def _layout(title: str, y_title: str, **extra) -> dict:
         margin={"l": 55, "r": 15, "t": 45, "b": 40},
         height=340,
         hovermode="x unified",
-        legend={"orientation": "h", "y": -0.18},
+        legend={"orientation": "h", "y": -0.18, "traceorder": "normal"},
         yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
         xaxis={"type": "date"},
         template="plotly_white",
@@ -138,7 +138,57 @@ def preemptions_figure(data: dict) -> go.Figure:
     ]
     layout = _layout("Preemptions by team", "preemptions", barmode="stack")
     layout["hovermode"] = "closest"
+    if not traces:
+        layout["annotations"] = [
+            {
+                "text": "No preemptions in this range",
+                "showarrow": False,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.5,
+                "y": 0.5,
+                "font": {"color": "#6b7280"},
+            }
+        ]
     return go.Figure(traces, layout=layout)
+
+
+def team_hours_figure(totals: list[dict]) -> go.Figure:
+    """Accelerator-hours per team as horizontal bars: within quota, then borrowed, beside the quota hours."""
+    teams = [t["team"] for t in reversed(totals)]
+    fig = go.Figure(
+        [
+            go.Bar(
+                y=teams,
+                x=[t["within"] for t in reversed(totals)],
+                name="within quota",
+                orientation="h",
+                marker={"color": WITHIN},
+            ),
+            go.Bar(
+                y=teams,
+                x=[t["borrowed"] for t in reversed(totals)],
+                name="borrowed",
+                orientation="h",
+                marker={"color": BORROWED, "pattern": {"shape": "/"}},
+            ),
+            go.Scatter(
+                y=teams,
+                x=[t["quota"] for t in reversed(totals)],
+                name="quota hours",
+                mode="markers",
+                marker={"symbol": "line-ns-open", "size": 18, "color": QUOTA, "line": {"width": 2}},
+            ),
+        ],
+        layout=_layout("Accelerator-hours by team", "", barmode="stack"),
+    )
+    fig.update_layout(
+        height=max(220, 60 + 26 * len(teams)),
+        hovermode="y unified",
+        xaxis={"type": "linear", "title": {"text": "accelerator-hours"}},
+        yaxis={"title": None},
+    )
+    return fig
 
 
 def as_json(fig: go.Figure) -> dict:

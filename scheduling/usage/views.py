@@ -46,7 +46,8 @@ def _dashboard_charts(cleaned, teams, types):
     window, resource = cleaned["window"], cleaned["resource"]
     totals = selectors.team_series(window=window, teams=teams, types=types, resource=resource)
     waits = selectors.wait_times(window=window, teams=teams, types=types)
-    figures = {
+    figures = {"usage": None}
+    figures |= {
         "utilization": charts.utilization_figure(
             selectors.utilization_by_type(window=window, teams=teams, types=types, resource=resource)
         ),
@@ -72,6 +73,8 @@ def _dashboard_charts(cleaned, teams, types):
         "pending_now": totals["pending"][-1] if used else 0,
         "quota_now": totals["quota"][-1] if used else 0,
     }
+    for fig in figures.values():
+        fig.update_xaxes(range=[window.start, window.end])
     return {name: charts.as_json(fig) for name, fig in figures.items()}, tiles
 
 
@@ -104,9 +107,11 @@ def reports(request):
         rows = selectors.usage_summary(
             window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
         )
+        totals = selectors.team_totals(rows)
         context.update(
             rows=rows,
-            totals=selectors.team_totals(rows),
+            totals=totals,
+            figure=charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None,
             window=cleaned["window"],
             query=form.query_string(),
         )

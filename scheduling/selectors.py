@@ -227,9 +227,9 @@ def _borrowable(team, it_name, status, statuses, all_teams, capacity, covered) -
             continue
         for r, q in other.quota.get(it_name, {}).items():
             pool[r] = pool.get(r, 0.0) + max(0.0, q - other.usage.get(it_name, {}).get(r, 0.0))
-    for name, other in statuses.items():  # what others already borrow comes out of the same pool
+    for name, other in statuses.items():  # what is already borrowed (by anyone, this team too) is gone
         peer = all_teams.get(name)
-        if name != team.name and peer is not None and peer.cohort == team.cohort:
+        if peer is not None and peer.cohort == team.cohort:
             for r, v in other.borrowed.get(it_name, {}).items():
                 pool[r] = pool.get(r, 0.0) - v
     limit = (status.borrowing_limit or {}).get(it_name) if status.borrowing_limit is not None else None

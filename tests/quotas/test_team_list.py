@@ -1,0 +1,64 @@
+"""The team list: what each role sees, at a glance, in a fixed number of queries."""
+
+import pytest
+from django.urls import reverse
+
+from quotas import services
+from quotas.models import ComputeAllocation, Team
+
+
+def test_scientist_sees_only_their_teams(client_for, scientist, team_b):
+    html = client_for(scientist).get(reverse("quotas:team-list")).content.decode()
+    assert 'data-team="team-a"' in html and 'data-team="team-b"' not in html
+    assert "New team" not in html
+
+
+def test_glance_shows_quota_in_accelerators(client_for, manager_user, team_a, team_b):
+    html = client_for(manager_user).get(reverse("quotas:team-list")).content.decode()
+    row = html.split('data-team="team-a"')[1].split("</tr>")[0]
+    assert '<span class="metric">8</span> <small>GPU</small>' in row
+    assert "Kueue YAML" in html
+
+
+def _more_teams(n, p5):
+    for i in range(n):
+        team = Team.objects.create(name=f"extra-{i}", namespace=f"hyperpod-ns-extra-{i}")
+        ComputeAllocation.objects.create(team=team, instance_type=p5, accelerators=1)
+
+
+# Session, user, nav, teams with member counts and allocations (3), then team_statuses(): two engine
+# snapshots of the whole cluster and the pending counts. The same for 2 teams and for 10.
+TEAM_LIST_QUERIES = 20
+
+
+@pytest.mark.parametrize("extra", [0, 8])
+def test_team_list_query_budget(client_for, admin_user, team_a, team_b, p5, extra, django_assert_num_queries):
+    _more_teams(extra, p5)
+    client = client_for(admin_user)
+    with django_assert_num_queries(TEAM_LIST_QUERIES):
+        response = client.get(reverse("quotas:team-list"))
+    assert response.status_code == 200
+
+
+def test_team_form_creates_and_validates(client_for, admin_user, scientist):
+    client = client_for(admin_user)
+    data = {"name": "nlp", "namespace": "hyperpod-ns-nlp", "cohort": "default", "fair_share_weight": "2",
+            "sharing": "LendAndBorrow", "borrow_limit_pct": "50", "preempt_team_tasks": "LowerPriority",
+            "members": [scientist.pk], "reason": "new group"}  # fmt: skip
+    response = client.post(reverse("quotas:team-create"), data)
+    team = Team.objects.get(name="nlp")
+    assert response["Location"] == reverse("quotas:allocations", args=[team.pk])
+    assert list(team.members.all()) == [scientist]
+    bad_cases = [
+        ({"namespace": "NLP_ns"}, "namespace"),
+        ({"fair_share_weight": "-1"}, "fair_share_weight"),
+        ({"name": "nlp", "namespace": "other"}, "name"),
+        ({"borrow_limit_pct": "-3"}, "borrow_limit_pct"),
+        ({"fair_share_weight": "heavy"}, "fair_share_weight"),
+    ]
+    for bad, field in bad_cases:
+        response = client.post(reverse("quotas:team-create"), {**data, "name": "nlp2", **bad})
+        assert response.status_code == 200
+        assert response.context["form"].errors.get(field), (bad, response.context["form"].errors)
+    assert Team.objects.filter(name__startswith="nlp").count() == 1
+    services.team_update(team=team, user=admin_user, fair_share_weight=3)

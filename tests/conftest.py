@@ -7,6 +7,12 @@ from quotas.models import ComputeAllocation, InstanceType, NodeGroup, Role, Team
 PASSWORD = "test-pass-123!"
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Fixtures create several users per test; PBKDF2 would make each test take seconds."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def make_user(username, role, teams=()):
     user = User.objects.create_user(username=username, password=PASSWORD, role=role)
     for team in teams:

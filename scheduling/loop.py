@@ -16,7 +16,7 @@ from collections import defaultdict
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -196,6 +196,7 @@ def _preempt(victim: Job, preemptor: Job | None, why: str, now, events: list[Job
     if not changed:
         return False
     events.append(JobEvent(job=victim, at=now, from_state=victim.state, to_state=JobState.PREEMPTED, reason=reason))
+    victim.state = JobState.PENDING  # the engine may admit it again in the same round (moved elsewhere)
     events.append(
         JobEvent(job=victim, at=now, from_state=JobState.PREEMPTED, to_state=JobState.PENDING, reason=requeued)
     )
@@ -239,61 +240,77 @@ def _update_reasons(reasons: dict[str, str], by_name: dict[str, Job], *, skip: s
 # --- telling the cluster ----------------------------------------------------------------------------------
 
 
+STARTING = "starting@"  # backend_ref while one process starts the job: others keep off
+CLAIM_EXPIRES_S = 120
+
+
 def carry_out() -> None:
     """Bring the cluster in line with the database: stop what was stopped here, start what was admitted.
 
     Looks at the database rather than at one run's decisions, so anything a failed call left undone
-    (ClusterUnreachable) is simply done on the next pass.
+    (ClusterUnreachable) is simply done on the next pass. Each start and stop is claimed with a conditional
+    update first, so two processes never start or stop the same job twice.
     """
     backend = get_backend()
-    stops = list(Job.objects.filter(backend_stop_pending=True).select_related("team"))
-    for job in stops:
-        try:
-            backend.stop(job, reason=job.reason, preempted=job.state in QUEUED_STATES)
-        except ClusterUnreachable:
-            log.warning("cluster unreachable: job #%s stays marked for stopping", job.pk)
-            continue
-        Job.objects.filter(pk=job.pk, backend_ref=job.backend_ref).update(backend_stop_pending=False, backend_ref="")
+    for job in Job.objects.filter(backend_stop_pending=True).select_related("team"):
+        stop_claimed(job, backend=backend, reason=job.reason, preempted=job.state in QUEUED_STATES)
+    stale = f"{STARTING}{time.time() - CLAIM_EXPIRES_S:.0f}"
     starts = list(
-        Job.objects.filter(state=JobState.ADMITTED, backend_ref="", backend_stop_pending=False)
+        Job.objects.filter(state=JobState.ADMITTED, backend_stop_pending=False)
+        .filter(models.Q(backend_ref="") | models.Q(backend_ref__startswith=STARTING, backend_ref__lt=stale))
         .select_related("team", "assigned_instance_type")
         .order_by("admitted_at", "pk")
     )
     start_on_cluster(starts, backend=backend)
 
 
+def stop_claimed(job: Job, *, backend, reason: str, preempted: bool) -> None:
+    if not Job.objects.filter(pk=job.pk, backend_stop_pending=True).update(backend_stop_pending=False):
+        return  # another process is stopping it
+    try:
+        backend.stop(job, reason=reason, preempted=preempted)
+    except ClusterUnreachable:
+        log.warning("cluster unreachable: job #%s stays marked for stopping", job.pk)
+        Job.objects.filter(pk=job.pk).update(backend_stop_pending=True)
+        return
+    if job.backend_ref and not job.backend_ref.startswith(STARTING):
+        Job.objects.filter(pk=job.pk, backend_ref=job.backend_ref).update(backend_ref="")
+
+
 def start_on_cluster(jobs: list[Job], *, backend) -> None:
     started, unreachable = [], []
     for job in jobs:
+        claim = f"{STARTING}{time.time():.0f}"
+        if not Job.objects.filter(pk=job.pk, state=JobState.ADMITTED, backend_ref=job.backend_ref).update(
+            backend_ref=claim
+        ):
+            continue  # another process claimed it, or it is no longer admitted
         try:
-            job.backend_ref = backend.start(job, instance_type=job.assigned_instance_type.name, nodes=job.placement)
-            started.append(job)
+            ref = backend.start(job, instance_type=job.assigned_instance_type.name, nodes=job.placement)
         except ClusterUnreachable:
             unreachable.append(job.pk)
-    if unreachable:
-        Job.objects.filter(pk__in=unreachable, state=JobState.ADMITTED).update(reason=UNREACHABLE)
-    recorded = []
-    for job in started:
-        if Job.objects.filter(pk=job.pk, state=JobState.ADMITTED, backend_ref="").update(backend_ref=job.backend_ref):
-            recorded.append(job)
+            Job.objects.filter(pk=job.pk, backend_ref=claim).update(backend_ref="")
+            continue
+        if Job.objects.filter(pk=job.pk, state=JobState.ADMITTED, backend_ref=claim).update(backend_ref=ref):
+            job.backend_ref = ref
+            started.append(job)
         else:  # preempted or cancelled while it was being started: take it off the cluster again
+            job.backend_ref = ref
             try:
                 backend.stop(job, reason="no longer admitted", preempted=False)
             except ClusterUnreachable:
                 log.warning("cluster unreachable: job #%s may run without admission until the next pass", job.pk)
-    if recorded:
-        cluster_sync(jobs=recorded, backend=backend)
+    if unreachable:
+        Job.objects.filter(pk__in=unreachable, state=JobState.ADMITTED).update(reason=UNREACHABLE)
+    if started:
+        cluster_sync(jobs=started, backend=backend)
 
 
 def stop_on_cluster(job_ids: list[int], *, reason: str, preempted: bool) -> None:
     """Stop jobs right away (after a cancel); on failure they stay marked and the loop retries."""
     backend = get_backend()
     for job in Job.objects.filter(pk__in=job_ids, backend_stop_pending=True).select_related("team"):
-        try:
-            backend.stop(job, reason=reason, preempted=preempted)
-        except ClusterUnreachable:
-            continue
-        Job.objects.filter(pk=job.pk).update(backend_stop_pending=False, backend_ref="")
+        stop_claimed(job, backend=backend, reason=reason, preempted=preempted)
 
 
 def cluster_sync(*, jobs=None, backend=None) -> int:
@@ -306,6 +323,7 @@ def cluster_sync(*, jobs=None, backend=None) -> int:
         jobs = list(
             Job.objects.filter(state__in=ACTIVE_STATES)
             .exclude(backend_ref="")
+            .exclude(backend_ref__startswith=STARTING)
             .select_related("team", "assigned_instance_type")
         )
     if not jobs:
@@ -319,7 +337,8 @@ def cluster_sync(*, jobs=None, backend=None) -> int:
     finished = 0
     events = []
     with transaction.atomic():
-        for obs in observations:
+        _lock()  # the admission run writes the same rows: one writer at a time, never a deadlock
+        for obs in sorted(observations, key=lambda o: o.job_id):
             job = by_id.get(obs.job_id)
             if job is None or obs.state == job.state:
                 continue

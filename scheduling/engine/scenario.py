@@ -18,6 +18,8 @@ SHARING = ("DontLend", "Lend", "LendAndBorrow")
 TEAM_TASKS = ("Never", "LowerPriority")
 RECLAIM = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN = ("Never", "LowerPriority")
+MAX_NODES = 100_000  # per instance type; nodes are tracked one by one
+MAX_PODS = 100_000
 WITHIN_TEAM = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 
 
@@ -99,6 +101,12 @@ def _number(value, path: str, minimum: float | None = 0.0, whole: bool = False) 
     return int(value) if whole else float(value)
 
 
+def _at_most(value: int, limit: int, path: str) -> int:
+    if value > limit:
+        raise ScenarioError(f"{path}: must be at most {limit}, got {value}")
+    return value
+
+
 def _name(value, path: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ScenarioError(f"{path}: must be a non-empty string, got {show(value)}")
@@ -143,7 +151,9 @@ def _cluster(value) -> tuple[dict[str, InstanceType], bool]:
         if name in out:
             raise ScenarioError(f"{path}.name: duplicate instance type {show(name)}")
         count = item.get("count")
-        count = None if count is None else _number(count, f"{path}.count", whole=True)
+        count = (
+            None if count is None else _at_most(_number(count, f"{path}.count", whole=True), MAX_NODES, f"{path}.count")
+        )
         out[name] = InstanceType(name, _amounts(item["capacity"], f"{path}.capacity"), count)
     return out, True
 
@@ -259,7 +269,7 @@ def _workloads(items: list, teams: list[Team], instance_types, cluster: bool, cl
             raise ScenarioError(f"{path}.name: duplicate workload {show(name)}")
         seen.add(name)
         team = item["team"]
-        if team not in by_team:
+        if not isinstance(team, str) or team not in by_team:
             raise ScenarioError(f"{path}.team: unknown team {show(team)}")
         requests = _amounts(item["requests"], f"{path}.requests")
         if not requests:
@@ -273,7 +283,7 @@ def _workloads(items: list, teams: list[Team], instance_types, cluster: bool, cl
         running_on, since = _running(item.get("running"), f"{path}.running", flavor, by_team[team], instance_types)
         out.append(WorkloadSpec(
             name=name, team=team, requests=requests,
-            pods=_number(item.get("pods", 1), f"{path}.pods", 1, whole=True),
+            pods=_at_most(_number(item.get("pods", 1), f"{path}.pods", 1, whole=True), MAX_PODS, f"{path}.pods"),
             priority=_priority(item.get("priority"), f"{path}.priority", classes, lowest),
             submit=_number(item.get("submit", 0), f"{path}.submit", None),
             instance_type=flavor,

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 from django.core.management import CommandError, call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduling.engine import ScenarioError, simulate_scenario
 
@@ -98,6 +100,10 @@ CASES = {
         _set(["workloads", 0, "running"], {"instance_type": "gpu-node", "since": 0}),
         None,
     ),
+    "absurd node count": (
+        _set(["cluster", "instance_types", 0, "count"], 10**12),
+        "cluster.instance_types[0].count: must be at most 100000",
+    ),
     "teams not a list": (_set(["teams"], {"a": 1}), "teams: must be a list"),
     "negative until": (_set(["until"], -1), "until: must be a non-negative number"),
     "count without a cluster": (
@@ -164,3 +170,36 @@ def test_command_line_exits_2_with_one_line_and_no_traceback(tmp_path, name):
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert CASES[name][1] in lines[0]
     assert proc.stdout == ""
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _paths(value, (*prefix, i))
+
+
+JUNK = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)  # fmt: skip
+ALL_PATHS = [p for p in _paths(VALID) if p]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(ALL_PATHS), JUNK), min_size=1, max_size=3))
+def test_any_corruption_is_either_accepted_or_named_in_one_line(corruptions):
+    data = copy.deepcopy(VALID)
+    for path, value in corruptions:
+        try:
+            _set(list(path), value)(data)
+        except (KeyError, IndexError, TypeError):
+            continue
+    try:
+        simulate_scenario(data)
+    except ScenarioError as err:
+        assert "\n" not in str(err) and str(err)

@@ -7,6 +7,8 @@ and all of the workload set so the growth of cost can be read off.
 
 Usage: .venv/bin/python bench/engine.py [--quick] [baseline] [large-scale] [philly]
   --quick  runs baseline and a quarter of the others only
+The "vs nlogn" column is CPU / (n log n) relative to the quarter run; near or below 1 means the cost
+grows no faster than n log n.
 """
 
 from __future__ import annotations
@@ -159,6 +161,13 @@ def philly_figures(scenario: dict, out: dict) -> dict:
     }
 
 
+def growth(cpu: float, n: int, base: tuple[float, int] | None) -> float:
+    """CPU per n*log(n) relative to the smallest run: at most about 1 means cost grows no worse than n log n."""
+    if base is None:
+        return 1.0
+    return (cpu / (n * math.log(n))) / (base[0] / (base[1] * math.log(base[1])))
+
+
 def bench_kueue(name: str, fractions) -> list[dict]:
     full = kueue_scenario(name)
     rows = []
@@ -170,8 +179,9 @@ def bench_kueue(name: str, fractions) -> list[dict]:
     )
     print(
         f"{'fraction':>8} {'workloads':>9} {'CPU s':>7} {'us/wl':>6} {'usage %':>7} {'large':>7} {'medium':>7}"
-        f" {'small':>7} {'preempt':>7}"
+        f" {'small':>7} {'preempt':>7} {'vs nlogn':>8}"
     )
+    base = None
     for fraction in fractions:
         scenario = subset_kueue(full, fraction)
         out, cpu = run(scenario)
@@ -181,8 +191,9 @@ def bench_kueue(name: str, fractions) -> list[dict]:
         print(
             f"{fraction:>8} {n:>9} {cpu:>7.2f} {1e6 * cpu / n:>6.0f} {fig['usage_pct']:>7.1f}"
             f" {wait.get('large', 0):>7.1f} {wait.get('medium', 0):>7.1f} {wait.get('small', 0):>7.1f}"
-            f" {fig['preemptions']:>7}"
+            f" {fig['preemptions']:>7} {growth(cpu, n, base):>8.2f}"
         )
+        base = base or (cpu, n)
         rows.append({"scenario": name, "fraction": fraction, "workloads": n, "cpu_s": cpu, **fig})
     return rows
 
@@ -192,10 +203,11 @@ def bench_philly(fractions) -> list[dict]:
     print("\n== Philly trace replay (2017-10-01..2017-11-30, 11 VCs, 352 x 8 GPUs) ==")
     print(
         f"{'mode':>6} {'fraction':>8} {'jobs':>6} {'CPU s':>7} {'us/job':>6} {'GPU util %':>10} {'avg JCT s':>10}"
-        f" {'avg queue s':>11} {'preempt':>7}"
+        f" {'avg queue s':>11} {'preempt':>7} {'vs nlogn':>8}"
     )
     for shared in (False, True):
         mode = "shared" if shared else "hard"
+        base = None
         for fraction in fractions:
             scenario = philly_scenario(shared, fraction)
             out, cpu = run(scenario)
@@ -203,8 +215,9 @@ def bench_philly(fractions) -> list[dict]:
             print(
                 f"{mode:>6} {fraction:>8} {fig['jobs']:>6} {cpu:>7.2f} {1e6 * cpu / fig['jobs']:>6.0f}"
                 f" {fig['gpu_util_pct']:>10.1f} {fig['avg_jct_s']:>10.0f} {fig['avg_queue_s']:>11.1f}"
-                f" {fig['preemptions']:>7}"
+                f" {fig['preemptions']:>7} {growth(cpu, fig['jobs'], base):>8.2f}"
             )
+            base = base or (cpu, fig["jobs"])
             rows.append({"scenario": f"philly-{mode}", "fraction": fraction, "cpu_s": cpu, **fig})
     return rows
 

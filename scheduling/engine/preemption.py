@@ -9,6 +9,9 @@ Three kinds of victim, each named in the preemption event:
   team above it, never pushing that team below its nominal quota nor leaving its share below the
   claimant's share after admission (so the victim cannot turn round and preempt back). A team of weight
   0 holds borrowed capacity only until someone else wants it.
+`reclaim_within_cohort: Never` keeps a team from taking anything from other teams, by reclaim or by fair
+share; `borrow_within_cohort: LowerPriority` lets a borrowing claimant evict other teams' lower-priority
+borrowed work ("priority"), never pushing them below nominal.
 Victims are ranked lowest priority first, then most recently admitted, and taken in that order until
 the claimant fits; any that turn out not to be needed are given back. If that takes several, a single
 victim that suffices on its own and has no higher priority than those replaces them (fewest victims, but

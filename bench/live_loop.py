@@ -52,6 +52,7 @@ def parse_args():
         "--db", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal_bench")
     )
     p.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/12"))
+    p.add_argument("--clients", type=int, default=4, help="submitting threads, each with its own connection")
     p.add_argument("--latency-samples", type=int, default=60)
     p.add_argument("--timeout", type=float, default=1800)
     return p.parse_args()
@@ -186,29 +187,45 @@ def stop_processes(procs) -> None:
             p.kill()
 
 
-def submit_in_real_time(user, schedule) -> tuple[float, float]:
+def submit_in_real_time(user, schedule, clients: int) -> tuple[float, float]:
+    """Each client (a thread with its own database connection) submits its teams' workloads on time."""
+    import threading
+
+    from django.db import connection
+
     from scheduling.services import JobRequest, job_submit
 
     t0 = time.perf_counter()
-    lag_max = 0.0
-    for offset, team, cls, cpu, runtime in schedule:
-        delay = offset - (time.perf_counter() - t0)
-        if delay > 0:
-            time.sleep(delay)
-        lag_max = max(lag_max, -delay)
-        job_submit(
-            user=user,
-            request=JobRequest(
-                team=team,
-                name=f"{cls}-{team}",
-                image="bench",
-                vcpus=cpu,
-                pods=1,
-                priority_class=f"bench-{cls}",
-                expected_duration_s=runtime,
-            ),  # fmt: skip
-        )
-    return time.perf_counter() - t0, lag_max
+    lags = [0.0] * clients
+
+    def client(k):
+        try:
+            for offset, team, cls, cpu, runtime in schedule[k::clients]:
+                delay = offset - (time.perf_counter() - t0)
+                if delay > 0:
+                    time.sleep(delay)
+                lags[k] = max(lags[k], -delay)
+                job_submit(
+                    user=user,
+                    request=JobRequest(
+                        team=team,
+                        name=f"{cls}-{team}",
+                        image="bench",
+                        vcpus=cpu,
+                        pods=1,
+                        priority_class=f"bench-{cls}",
+                        expected_duration_s=runtime,
+                    ),  # fmt: skip
+                )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, max(lags)
 
 
 def wait_until_done(timeout: float) -> bool:
@@ -324,12 +341,15 @@ def main():
         r.delete(key)
     app.control.purge()
     total_cpu = COHORTS * PER_COHORT * NOMINAL_CPU
-    print(f"live loop bench: Kueue baseline x {args.fraction:g} = {len(schedule)} workloads, {args.workers} worker(s)")
+    print(
+        f"live loop bench: Kueue baseline x {args.fraction:g} = {len(schedule)} workloads, "
+        f"{args.workers} worker(s), {args.clients} clients"
+    )
     procs = start_processes(env, args.workers)
     try:
         time.sleep(4)  # workers connect
         cpu0 = time.process_time()
-        submit_s, lag = submit_in_real_time(user, schedule)
+        submit_s, lag = submit_in_real_time(user, schedule, args.clients)
         print(f"  submitted in {submit_s:.1f} s (scenario span {schedule[-1][0]:.1f} s; worst lag {lag:.2f} s)")
         done = wait_until_done(args.timeout)
         result = figures(total_cpu)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Exists, OuterRef, Sum
 from django.utils import timezone
 
 from quotas.models import InstanceType, PriorityClass, Team, k8s_name_validator
@@ -60,17 +60,25 @@ def _resolve(request: JobRequest, user):
     def err(field, message):
         errors.setdefault(field, []).append(message)
 
-    team = Team.objects.visible_to(user).filter(name=request.team).first() if request.team else None
+    team = None
+    if request.team:
+        team = (
+            Team.objects.visible_to(user)
+            .filter(name=request.team)
+            .annotate(is_member=Exists(Team.members.through.objects.filter(team=OuterRef("pk"), user=user.pk)))
+            .first()
+        )
     if not request.team:
         err("team", "choose a team")
     elif team is None:
         err("team", f"unknown team {request.team!r}")
-    elif not user.is_portal_admin and not team.members.filter(pk=user.pk).exists():
+    elif not user.is_portal_admin and not team.is_member:
         err("team", f"you are not a member of {team.name}; only its members submit jobs for it")
 
     instance_type = None
+    types = list(InstanceType.objects.annotate(nodes=Sum("node_groups__node_count")))
     if request.instance_type:
-        instance_type = InstanceType.objects.filter(name=request.instance_type).first()
+        instance_type = next((it for it in types if it.name == request.instance_type), None)
         if instance_type is None:
             err("instance_type", f"unknown instance type {request.instance_type!r}")
 
@@ -88,13 +96,13 @@ def _resolve(request: JobRequest, user):
     if not (request.image or "").strip():
         err("image", "give the container image to run, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
 
-    _check_sizes(request, instance_type, err)
+    _check_sizes(request, instance_type, types, err)
     if errors:
         raise ValidationError(errors)
     return team, instance_type, priority_class
 
 
-def _check_sizes(request: JobRequest, instance_type, err) -> None:
+def _check_sizes(request: JobRequest, instance_type, types: list[InstanceType], err) -> None:
     sizes = {"accelerators": request.accelerators, "vcpus": request.vcpus, "memory_gib": request.memory_gib}
     for field, value in sizes.items():
         if value is None or (isinstance(value, float) and not math.isfinite(value)) or value < 0:
@@ -108,7 +116,7 @@ def _check_sizes(request: JobRequest, instance_type, err) -> None:
     if not (request.accelerators or request.vcpus or request.memory_gib):
         err("__all__", "ask for some resources: accelerators, vCPUs or memory per pod")
         return
-    candidates = [instance_type] if instance_type else list(InstanceType.objects.all())
+    candidates = [instance_type] if instance_type else types
     if not candidates:
         err("instance_type", "the cluster has no instance types yet")
         return
@@ -125,12 +133,7 @@ def _check_sizes(request: JobRequest, instance_type, err) -> None:
                 "split the work over more pods",
             )
         return
-    nodes = dict(
-        InstanceType.objects.filter(pk__in=[it.pk for it in fits])
-        .annotate(n=Sum("node_groups__node_count"))
-        .values_list("pk", "n")
-    )
-    if not any(request.pods <= (nodes.get(it.pk) or 0) * _pods_per_node(request, it) for it in fits):
+    if not any(request.pods <= (it.nodes or 0) * _pods_per_node(request, it) for it in fits):
         err("pods", f"{request.pods} pods of this size are more than the whole cluster can run at once")
 
 
@@ -179,7 +182,8 @@ def job_submit(*, user, request: JobRequest, cloned_from: Job | None = None) -> 
             cloned_from=cloned_from,
             reason="waiting for the scheduler's next pass",
         )
-        job.full_clean()
+        # the related objects were resolved above; skip re-checking each by another query
+        job.full_clean(exclude=["team", "submitted_by", "instance_type", "priority_class", "cloned_from"])
         job.save()
         origin = f" (resubmission of #{cloned_from.pk})" if cloned_from else ""
         JobEvent.objects.create(

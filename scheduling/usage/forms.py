@@ -40,18 +40,47 @@ class UsageFilterForm(forms.Form):
                 raise forms.ValidationError("The start date must not be after the end date.")
             if (end - start).days > MAX_CUSTOM_DAYS:
                 raise forms.ValidationError(f"A custom range spans at most {MAX_CUSTOM_DAYS} days.")
-        cleaned["window"] = window_for(preset, start=start, end=end, now=timezone.now())
+        # Windows end on a whole minute: the data only changes as often as it is sampled, and equal windows
+        # let pages share cached figures.
+        now = timezone.now().replace(second=0, microsecond=0)
+        cleaned["window"] = window_for(preset, start=start, end=end, now=now)
         return cleaned
 
     def teams(self):
-        """The teams the data covers: the chosen one, else every team the user may see."""
+        """The teams the data covers: the chosen one, else every team the user may see; None means every
+        team (a reader with no team chosen), which lets the selectors skip the filter."""
         team = self.cleaned_data.get("team")
-        visible = Team.objects.visible_to(self.user)
-        return visible.filter(pk=team.pk) if team else visible
+        if team:
+            return Team.objects.filter(pk=team.pk)
+        return None if self.user.sees_all_teams else Team.objects.visible_to(self.user)
 
     def instance_types(self):
+        """The chosen instance type, or None for all of them."""
         it = self.cleaned_data.get("instance_type")
-        return InstanceType.objects.filter(pk=it.pk) if it else InstanceType.objects.all()
+        return InstanceType.objects.filter(pk=it.pk) if it else None
+
+    def cache_key(self, view: str) -> str:
+        """Who sees what (all teams, or these teams) and which filters: equal keys mean equal data."""
+        scope = (
+            "all"
+            if self.user.sees_all_teams
+            else ",".join(
+                str(pk) for pk in Team.objects.visible_to(self.user).order_by("pk").values_list("pk", flat=True)
+            )
+        )
+        c = self.cleaned_data
+        parts = [
+            view,
+            scope,
+            c["range"],
+            c.get("start"),
+            c.get("end"),
+            c.get("team") and c["team"].pk,
+            c.get("instance_type") and c["instance_type"].pk,
+            c["resource"],
+            c["window"].end.isoformat(),
+        ]
+        return "usage:" + ":".join(str(p) for p in parts)
 
     def query_string(self, **overrides) -> str:
         """The current filters as a query string, e.g. for the CSV links."""

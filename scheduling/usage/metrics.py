@@ -25,7 +25,12 @@ PREEMPTION_REASONS = ("reclaim", "fair-share", "priority")
 
 
 def preemption_reason(text: str) -> str:
-    """The engine's reason for a preemption, read from the event's plain words."""
+    """The engine's reason for a preemption, read back from the plain words the loop wrote on the event."""
+    from scheduling.loop import PREEMPTION_WHY
+
+    for reason, words in PREEMPTION_WHY.items():
+        if text and text.endswith(words):
+            return reason
     lowered = (text or "").lower()
     if "reclaim" in lowered:
         return "reclaim"

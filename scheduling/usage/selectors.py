@@ -7,11 +7,11 @@ visibility rule (Team.objects.visible_to) in the form, so pages, CSV and API rea
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import Avg, Count, F, Q, Sum
+from django.db.models import Avg, Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate, TruncDay, TruncHour
 from django.utils import timezone
 
-from quotas.models import InstanceType
+from quotas.models import InstanceType, Team
 from scheduling.models import Job, JobEvent, JobState
 from scheduling.usage.models import Granularity, UsageRollup, UsageSample
 from scheduling.usage.ranges import Window
@@ -19,8 +19,19 @@ from scheduling.usage.ranges import Window
 OTHER = "other teams"
 
 
+def _scoped(qs, teams, types, *, team_field="team", type_field="instance_type"):
+    """Narrow rows to the teams and instance types given; None means all (no filter, so no extra join)."""
+    if teams is not None:
+        qs = qs.filter(**{f"{team_field}__in": teams})
+    if types is not None:
+        qs = qs.filter(**{f"{type_field}__in": types})
+    return qs
+
+
 def _source(window: Window, teams, types):
-    """Rows to read for a window and the name of their time column: raw samples or a rollup."""
+    """Rows to read for a window and the name of their time column: raw samples or a rollup.
+
+    `teams` and `types` are querysets to narrow to, or None for all of them."""
     if window.step == "raw":
         qs = UsageSample.objects.filter(at__gte=window.start, at__lt=window.end)
         column = "at"
@@ -30,13 +41,13 @@ def _source(window: Window, teams, types):
             start = timezone.localtime(start).replace(hour=0)
         qs = UsageRollup.objects.filter(granularity=window.step, bucket__gte=start, bucket__lt=window.end)
         column = "bucket"
-    return qs.filter(team__in=teams, instance_type__in=types), column
+    return _scoped(qs, teams, types), column
 
 
 def team_series(*, window: Window, teams, types, resource: str = "acc") -> dict:
     """Summed over the given teams and types, per time step: used, borrowed, lent, pending, quota, fair share."""
     qs, column = _source(window, teams, types)
-    measures = ("used", "borrowed", "lent", "pending", "quota", "fair_share")
+    measures = MEASURES
     rows = (
         qs.values(column)
         .annotate(**{m: Sum(f"{m}_{resource}") for m in measures}, pending_jobs=Sum("pending_jobs"))
@@ -50,27 +61,58 @@ def team_series(*, window: Window, teams, types, resource: str = "acc") -> dict:
     return out
 
 
+def _leaders(window: Window, teams, types, qs, field: str, top: int) -> tuple[list[int], bool]:
+    """The `top` biggest users over the window (read from the few daily rollups when there are any), and
+    whether any team is left over."""
+    start, end = window.day_bounds()
+    daily = _scoped(UsageRollup.objects.filter(granularity=Granularity.DAY, bucket__gte=start, bucket__lt=end),
+                    teams, types)  # fmt: skip
+    ranked = list(daily.values("team_id").annotate(v=Sum(field)).order_by("-v", "team_id")[: top + 1])
+    if not ranked:
+        ranked = list(qs.values("team_id").annotate(v=Sum(field)).order_by("-v", "team_id")[: top + 1])
+    return [r["team_id"] for r in ranked[:top]], len(ranked) > top
+
+
+MEASURES = ("used", "borrowed", "lent", "pending", "quota", "fair_share")
+
+
+def usage_overview(*, window: Window, teams, types, resource: str = "acc", top: int = 10) -> tuple[dict, dict]:
+    """Both the totals (as team_series) and the usage per team (as usage_by_team) from one grouped scan."""
+    qs, column = _source(window, teams, types)
+    field = f"used_{resource}"
+    lead_ids, has_others = _leaders(window, teams, types, qs, field, top)
+    rows = (
+        qs.annotate(k=Case(When(team_id__in=lead_ids, then=F("team_id")), default=Value(0)))
+        .values(column, "k")
+        .annotate(**{m: Sum(f"{m}_{resource}") for m in MEASURES}, pending_jobs=Sum("pending_jobs"))
+        .order_by(column)
+    )
+    totals: dict = {}
+    per_team: dict = defaultdict(dict)
+    for row in rows:
+        t = row[column]
+        bucket = totals.setdefault(t, dict.fromkeys((*MEASURES, "pending_jobs"), 0.0))
+        for m in (*MEASURES, "pending_jobs"):
+            bucket[m] += row[m] or 0
+        per_team[t][row["k"]] = row["used"] or 0
+    x = sorted(totals)
+    series = {"x": x, **{m: [round(totals[t][m], 3) for t in x] for m in (*MEASURES, "pending_jobs")}}
+    names = dict(Team.objects.filter(pk__in=lead_ids).values_list("pk", "name"))
+    by_team = {names[i]: [round(per_team[t].get(i, 0), 3) for t in x] for i in lead_ids if i in names}
+    if has_others:
+        by_team[OTHER] = [round(per_team[t].get(0, 0), 3) for t in x]
+    return series, {"x": x, "series": by_team}
+
+
 def usage_by_team(*, window: Window, teams, types, resource: str = "acc", top: int = 10) -> dict:
     """Usage per team per time step: the `top` biggest users by name, the rest summed as 'other teams'."""
-    qs, column = _source(window, teams, types)
-    rows = qs.values(column, "team__name").annotate(v=Sum(f"used_{resource}")).order_by(column)
-    totals: dict[str, float] = defaultdict(float)
-    by_time: dict = defaultdict(dict)
-    for row in rows:
-        totals[row["team__name"]] += row["v"] or 0
-        by_time[row[column]][row["team__name"]] = row["v"] or 0
-    leaders = [name for name, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
-    others = set(totals) - set(leaders)
-    x = sorted(by_time)
-    series = {name: [round(by_time[t].get(name, 0), 3) for t in x] for name in leaders}
-    if others:
-        series[OTHER] = [round(sum(v for n, v in by_time[t].items() if n in others), 3) for t in x]
-    return {"x": x, "series": series}
+    return usage_overview(window=window, teams=teams, types=types, resource=resource, top=top)[1]
 
 
 def capacity_by_type(types, resource: str = "acc") -> dict[str, float]:
     """Installed capacity per instance type name for one resource (accelerators, vCPUs, GiB)."""
     out = {}
+    types = InstanceType.objects.all() if types is None else types
     for it in types.annotate(nodes=Sum("node_groups__node_count")):
         per_node = {"acc": it.accelerators, "cpu": it.vcpus, "mem": it.memory_gib}[resource]
         out[it.name] = (it.nodes or 0) * per_node
@@ -81,13 +123,14 @@ def utilization_by_type(*, window: Window, teams, types, resource: str = "acc") 
     """Per instance type, the % of its installed capacity in use at each time step (today's capacity)."""
     capacity = capacity_by_type(types, resource)
     qs, column = _source(window, teams, types)
-    rows = qs.values(column, "instance_type__name").annotate(v=Sum(f"used_{resource}")).order_by(column)
+    rows = qs.values(column, "instance_type_id").annotate(v=Sum(f"used_{resource}")).order_by(column)
+    type_names = dict(InstanceType.objects.values_list("pk", "name"))
     x = []
     per_type: dict[str, dict] = defaultdict(dict)
     for row in rows:
         if not x or x[-1] != row[column]:
             x.append(row[column])
-        per_type[row["instance_type__name"]][row[column]] = row["v"] or 0
+        per_type[type_names[row["instance_type_id"]]][row[column]] = row["v"] or 0
     series = {
         name: [round(100 * values.get(t, 0) / capacity[name], 2) for t in x]
         for name, values in sorted(per_type.items())
@@ -102,11 +145,15 @@ def _job_trunc(window: Window, field: str):
 
 def wait_times(*, window: Window, teams, types) -> dict:
     """Average and longest wait (submission to admission) of the jobs admitted in each hour or day, in minutes."""
-    type_q = Q(assigned_instance_type__in=types) | Q(assigned_instance_type__isnull=True, instance_type__in=types)
+    jobs = Job.objects.filter(admitted_at__gte=window.start, admitted_at__lt=window.end)
+    if teams is not None:
+        jobs = jobs.filter(team__in=teams)
+    if types is not None:
+        jobs = jobs.filter(
+            Q(assigned_instance_type__in=types) | Q(assigned_instance_type__isnull=True, instance_type__in=types)
+        )
     rows = (
-        Job.objects.filter(admitted_at__gte=window.start, admitted_at__lt=window.end, team__in=teams)
-        .filter(type_q)
-        .annotate(t=_job_trunc(window, "admitted_at"), wait=F("admitted_at") - F("submitted_at"))
+        jobs.annotate(t=_job_trunc(window, "admitted_at"), wait=F("admitted_at") - F("submitted_at"))
         .values("t")
         .annotate(avg=Avg("wait"), n=Count("id"))
         .order_by("t")
@@ -121,16 +168,13 @@ def wait_times(*, window: Window, teams, types) -> dict:
 
 def preemptions_by_team(*, window: Window, teams, types) -> dict:
     """Preemptions per team per hour or day, from the jobs' events."""
+    events = JobEvent.objects.filter(to_state=JobState.PREEMPTED, at__gte=window.start, at__lt=window.end)
+    if teams is not None:
+        events = events.filter(job__team__in=teams)
+    if types is not None:
+        events = events.annotate(it=Coalesce("job__assigned_instance_type", "job__instance_type")).filter(it__in=types)
     rows = (
-        JobEvent.objects.filter(
-            to_state=JobState.PREEMPTED, at__gte=window.start, at__lt=window.end, job__team__in=teams
-        )
-        .annotate(it=Coalesce("job__assigned_instance_type", "job__instance_type"))
-        .filter(Q(it__in=types) | Q(it__isnull=True))
-        .annotate(t=_job_trunc(window, "at"))
-        .values("t", "job__team__name")
-        .annotate(n=Count("id"))
-        .order_by("t")
+        events.annotate(t=_job_trunc(window, "at")).values("t", "job__team__name").annotate(n=Count("id")).order_by("t")
     )
     x = []
     per_team: dict[str, dict] = defaultdict(dict)
@@ -164,11 +208,14 @@ SUMMARY_FIELDS = [
 def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[dict]:
     """Per day x team x instance type (or, with by_day=False, per team x instance type over the whole window):
     accelerator- and vCPU-hours split into within quota and borrowed, quota utilization, idle quota hours,
-    jobs started, their average wait, and preemptions. Whole days: the window is widened to midnight."""
+    jobs started, their average wait, and preemptions. Whole days: the window is widened to midnight.
+
+    The loop clears a preempted job's assignment, so a preemption of a job that named no instance type has
+    no type; with no instance-type filter (types None) it still counts, on a row without an instance type."""
     start, end = window.day_bounds()
     keys = ("day", "team_id", "instance_type_id") if by_day else ("team_id", "instance_type_id")
-    usage = UsageRollup.objects.filter(
-        granularity=Granularity.DAY, bucket__gte=start, bucket__lt=end, team__in=teams, instance_type__in=types
+    usage = _scoped(
+        UsageRollup.objects.filter(granularity=Granularity.DAY, bucket__gte=start, bucket__lt=end), teams, types
     )
     if by_day:
         usage = usage.annotate(day=TruncDate("bucket"))
@@ -180,18 +227,26 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
         cpu=Sum("cpu_hours"),
         cpu_borrowed=Sum("borrowed_cpu_hours"),
     )
-    jobs = (
-        Job.objects.filter(admitted_at__gte=start, admitted_at__lt=end, team__in=teams)
-        .annotate(itype=Coalesce("assigned_instance_type", "instance_type"))
-        .filter(itype__in=types)
+    jobs = _scoped(
+        Job.objects.filter(admitted_at__gte=start, admitted_at__lt=end).annotate(
+            itype=Coalesce("assigned_instance_type", "instance_type")
+        ),
+        teams,
+        types,
+        type_field="itype",
     )
     if by_day:
         jobs = jobs.annotate(day=TruncDate("admitted_at"))
     jobs = jobs.values(*keys[:-1], "itype").annotate(n=Count("id"), wait=Avg(F("admitted_at") - F("submitted_at")))
-    events = JobEvent.objects.filter(
-        to_state=JobState.PREEMPTED, at__gte=start, at__lt=end, job__team__in=teams
-    ).annotate(team_id=F("job__team_id"), itype=Coalesce("job__assigned_instance_type", "job__instance_type"))
-    events = events.filter(itype__in=types)
+    events = _scoped(
+        JobEvent.objects.filter(to_state=JobState.PREEMPTED, at__gte=start, at__lt=end).annotate(
+            team_id=F("job__team_id"), itype=Coalesce("job__assigned_instance_type", "job__instance_type")
+        ),
+        teams,
+        types,
+        team_field="job__team",
+        type_field="itype",
+    )
     if by_day:
         events = events.annotate(day=TruncDate("at"))
     events = events.values(*keys[:-1], "itype").annotate(n=Count("id"))
@@ -212,7 +267,7 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
     for e in events:
         row_for(tuple(e[k] for k in keys[:-1]) + (e["itype"],))["preemptions"] = e["n"]
 
-    team_names = dict(teams.model.objects.filter(pk__in={k[-2] for k in rows}).values_list("pk", "name"))
+    team_names = dict(Team.objects.filter(pk__in={k[-2] for k in rows}).values_list("pk", "name"))
     type_names = dict(InstanceType.objects.filter(pk__in={k[-1] for k in rows}).values_list("pk", "name"))
     out = []
     for key, r in rows.items():
@@ -289,14 +344,16 @@ JOB_FIELDS = [
 
 def job_report_queryset(*, window: Window, teams, types):
     """The jobs submitted in the window, newest first."""
-    type_q = Q(assigned_instance_type__in=types) | Q(assigned_instance_type__isnull=True, instance_type__in=types)
-    type_q |= Q(assigned_instance_type__isnull=True, instance_type__isnull=True)
-    return (
-        Job.objects.filter(submitted_at__gte=window.start, submitted_at__lt=window.end, team__in=teams)
-        .filter(type_q)
-        .select_related("team", "submitted_by", "priority_class", "instance_type", "assigned_instance_type")
-        .order_by("-submitted_at", "-id")
-    )
+    jobs = Job.objects.filter(submitted_at__gte=window.start, submitted_at__lt=window.end)
+    if teams is not None:
+        jobs = jobs.filter(team__in=teams)
+    if types is not None:
+        jobs = jobs.filter(
+            Q(assigned_instance_type__in=types) | Q(assigned_instance_type__isnull=True, instance_type__in=types)
+        )
+    return jobs.select_related(
+        "team", "submitted_by", "priority_class", "instance_type", "assigned_instance_type"
+    ).order_by("-submitted_at", "-id")
 
 
 def _run_seconds(job: Job, events: list, now) -> float:

@@ -8,7 +8,9 @@ to set and managers to read.
 import csv
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib import messages
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
@@ -22,6 +24,8 @@ from scheduling.usage import charts, selectors
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
 from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
+
+ROLLUP_SECONDS = 300  # how often the beat rolls samples up (portal/celery.py)
 
 
 def _filters(request, **initial):
@@ -42,28 +46,29 @@ def _render(request, template, partial, context):
     return render(request, partial if request.htmx and not request.htmx.boosted else template, context)
 
 
-def _dashboard_charts(cleaned, teams, types):
+def _dashboard_charts(cleaned, teams, types, *, utilization: bool = True):
     window, resource = cleaned["window"], cleaned["resource"]
-    totals = selectors.team_series(window=window, teams=teams, types=types, resource=resource)
+    if cleaned.get("team"):
+        totals = selectors.team_series(window=window, teams=teams, types=types, resource=resource)
+        usage = charts.team_usage_figure(
+            totals, resource=resource, title=f"{cleaned['team'].name}: usage against quota"
+        )
+    else:
+        totals, by_team = selectors.usage_overview(window=window, teams=teams, types=types, resource=resource)
+        capacity = sum(selectors.capacity_by_type(types, resource).values())
+        usage = charts.teams_stack_figure(by_team, resource=resource, capacity=capacity)
     waits = selectors.wait_times(window=window, teams=teams, types=types)
-    figures = {"usage": None}
-    figures |= {
-        "utilization": charts.utilization_figure(
+    figures = {"usage": usage}
+    if utilization:
+        figures["utilization"] = charts.utilization_figure(
             selectors.utilization_by_type(window=window, teams=teams, types=types, resource=resource)
-        ),
+        )
+    figures |= {
         "pending": charts.pending_figure(totals, waits, resource=resource),
         "preemptions": charts.preemptions_figure(
             selectors.preemptions_by_team(window=window, teams=teams, types=types)
         ),
     }
-    if cleaned.get("team"):
-        figures["usage"] = charts.team_usage_figure(
-            totals, resource=resource, title=f"{cleaned['team'].name}: usage against quota"
-        )
-    else:
-        capacity = sum(selectors.capacity_by_type(types, resource).values())
-        by_team = selectors.usage_by_team(window=window, teams=teams, types=types, resource=resource)
-        figures["usage"] = charts.teams_stack_figure(by_team, resource=resource, capacity=capacity)
     used = totals["used"]
     tiles = {
         "now": used[-1] if used else 0,
@@ -74,15 +79,25 @@ def _dashboard_charts(cleaned, teams, types):
         "quota_now": totals["quota"][-1] if used else 0,
     }
     for fig in figures.values():
-        fig.update_xaxes(range=[window.start, window.end])
+        fig.update_xaxes(range=[window.start.isoformat(), window.end.isoformat()])
     return {name: charts.as_json(fig) for name, fig in figures.items()}, tiles
+
+
+def _cached(form, view: str, build):
+    """Build a page's data once per window and audience: figures change only as often as samples (raw) or
+    rollups arrive, so pages opened within that time share them."""
+    step = form.cleaned_data["window"].step
+    timeout = settings.USAGE_SAMPLE_SECONDS if step == "raw" else ROLLUP_SECONDS
+    return cache.get_or_set(form.cache_key(view), build, timeout)
 
 
 def dashboard(request):
     form, cleaned = _filters(request)
     context = {"form": form, "figures": None}
     if cleaned:
-        figures, tiles = _dashboard_charts(cleaned, form.teams(), form.instance_types())
+        figures, tiles = _cached(
+            form, "dashboard", lambda: _dashboard_charts(cleaned, form.teams(), form.instance_types())
+        )
         context.update(figures=figures, tiles=tiles, window=cleaned["window"], resource=cleaned["resource"])
     return _render(request, "usage/dashboard.html", "usage/_dashboard_body.html", context)
 
@@ -94,8 +109,9 @@ def team_usage(request, name):
     if cleaned:
         cleaned["team"] = team
         teams = Team.objects.filter(pk=team.pk)
-        figures, tiles = _dashboard_charts(cleaned, teams, form.instance_types())
-        figures.pop("utilization")
+        figures, tiles = _cached(
+            form, f"team-{team.pk}", lambda: _dashboard_charts(cleaned, teams, form.instance_types(), utilization=False)
+        )
         context.update(figures=figures, tiles=tiles, window=cleaned["window"], resource=cleaned["resource"])
     return _render(request, "usage/team.html", "usage/_dashboard_body.html", context)
 
@@ -104,14 +120,19 @@ def reports(request):
     form, cleaned = _filters(request, range="30d")
     context = {"form": form, "totals": None}
     if cleaned:
-        rows = selectors.usage_summary(
-            window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
-        )
-        totals = selectors.team_totals(rows)
+
+        def build():
+            rows = selectors.usage_summary(
+                window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
+            )
+            totals = selectors.team_totals(rows)
+            return rows, totals, charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None
+
+        rows, totals, figure = _cached(form, "reports", build)
         context.update(
             rows=rows,
             totals=totals,
-            figure=charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None,
+            figure=figure,
             window=cleaned["window"],
             query=form.query_string(),
         )
@@ -143,7 +164,11 @@ def summary_csv(request):
     form, cleaned = _filters(request, range="30d")
     if cleaned is None:
         return _bad_filters(form)
-    rows = selectors.usage_summary(window=cleaned["window"], teams=form.teams(), types=form.instance_types())
+    rows = selectors.usage_summary(
+        window=cleaned["window"],
+        teams=form.teams(),
+        types=form.instance_types(),
+    )
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{_csv_name("usage-summary", cleaned)}"'
     writer = csv.writer(response)

@@ -20,6 +20,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def history(team_a, team_b, p5):
     """40 days of samples every 10 minutes for four teams on two instance types, rolled up as the beat would."""
+    from django.core.cache import cache
+
+    cache.clear()  # pages cache their figures for a minute
     g5 = InstanceType.objects.create(
         name="ml.g5.2xlarge",
         family="g5",

@@ -10,6 +10,16 @@ from scheduling.usage.models import Granularity, UsageRollup, UsageSample
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)  # a Monday, midnight UTC
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Pages cache their figures for a minute; each test starts without them."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def add_sample():
     def make(team, it, at, **values):

@@ -1,5 +1,6 @@
 """Charts are data: the figures' traces and values, built from samples and rollups."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -11,6 +12,10 @@ from scheduling.usage.ranges import Window
 from tests.usage.conftest import T0, hours
 
 pytestmark = pytest.mark.django_db
+
+
+def as_data(fig):
+    return json.loads(charts.as_json(fig))
 
 
 def raw_window():
@@ -39,7 +44,7 @@ def test_team_chart_stacks_within_quota_and_borrowed_under_the_quota_line(minute
     series = selectors.team_series(
         window=raw_window(), teams=Team.objects.filter(pk=team_a.pk), types=InstanceType.objects.all()
     )
-    fig = charts.as_json(charts.team_usage_figure(series))
+    fig = as_data(charts.team_usage_figure(series))
     traces = {t["name"]: t for t in fig["data"]}
     assert list(traces) == ["within quota", "borrowed", "quota", "fair share"]
     assert traces["within quota"]["y"] == [8, 8, 8] and traces["borrowed"]["y"] == [2, 2, 2]
@@ -56,7 +61,7 @@ def test_teams_stack_keeps_the_top_teams_and_sums_the_rest(minutes):
         window=raw_window(), teams=Team.objects.all(), types=InstanceType.objects.all(), top=1
     )
     assert data["series"] == {"team-a": [10, 10, 10], selectors.OTHER: [2, 2, 2]}
-    fig = charts.as_json(charts.teams_stack_figure(data, capacity=16))
+    fig = as_data(charts.teams_stack_figure(data, capacity=16))
     assert [t["name"] for t in fig["data"]] == ["team-a", selectors.OTHER, "installed capacity"]
     assert fig["data"][-1]["y"] == [16, 16]
 
@@ -96,8 +101,8 @@ def test_pending_and_preemption_charts(minutes, team_a, scientist, p5, add_job):
     window = raw_window()
     waits = selectors.wait_times(window=window, teams=teams, types=types)
     assert waits["avg_minutes"] == [20] and waits["jobs"] == [1]
-    fig = charts.as_json(charts.pending_figure(selectors.team_series(window=window, teams=teams, types=types), waits))
+    fig = as_data(charts.pending_figure(selectors.team_series(window=window, teams=teams, types=types), waits))
     assert fig["data"][0]["y"] == [0, 1, 2] and fig["data"][1]["y"] == [20] and fig["data"][1]["yaxis"] == "y2"
     pre = selectors.preemptions_by_team(window=window, teams=teams, types=types)
     assert pre["series"] == {"team-a": [1]}
-    assert charts.as_json(charts.preemptions_figure(pre))["layout"]["barmode"] == "stack"
+    assert as_data(charts.preemptions_figure(pre))["layout"]["barmode"] == "stack"

@@ -140,3 +140,20 @@ def test_beat_tasks_run_through_celery(team_a, p5):
     assert tasks.usage_rollup.delay().get() == (1, 1)
     assert tasks.usage_prune.delay().get() == 0
     assert tasks.alerts_evaluate.delay().get() == {"fired": 0, "resolved": 0, "checked": 0}
+
+
+def test_rollup_command_rebuilds_whole_days_and_refuses_bad_dates(team_a, p5, add_sample):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    for h in range(30):
+        add_sample(team_a, p5, T0 + timedelta(hours=h), used_acc=2, seconds=3600)
+    out = StringIO()
+    call_command("usage_rollup", "--since", "2026-03-02", "--until", "2026-03-03", stdout=out)
+    assert "rolled up 30 hourly and 2 daily buckets" in out.getvalue()
+    assert UsageRollup.objects.get(granularity="day", bucket=T0).acc_hours == 48
+    with pytest.raises(CommandError, match="not a date"):
+        call_command("usage_rollup", "--since", "March")
+    with pytest.raises(CommandError, match="must not be after"):
+        call_command("usage_rollup", "--since", "2026-03-05", "--until", "2026-03-01")

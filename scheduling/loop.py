@@ -25,7 +25,7 @@ from scheduling import engine
 from scheduling.backends import get_backend
 from scheduling.backends.base import ClusterUnreachable
 from scheduling.models import ACTIVE_STATES, QUEUED_STATES, AdmissionRun, Job, JobEvent, JobState
-from scheduling.snapshot import JOB_RELATIONS, snapshot_from_jobs
+from scheduling.snapshot import JobRow, load_rows, snapshot_from_rows
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +51,17 @@ def admission_request(trigger: str) -> None:
     transaction.on_commit(lambda: _enqueue(trigger))
 
 
-def _enqueue(trigger: str) -> None:
+def _enqueue(trigger: str, countdown: float | None = None) -> None:
     from scheduling.tasks import admission_tick
 
-    if not settings.CELERY_TASK_ALWAYS_EAGER and not _claim_queue_slot(trigger):
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        if countdown is None:  # eager mode runs the task inline; a busy run's retry is left to beat
+            admission_tick.delay(trigger)
+        return
+    if not _claim_queue_slot(trigger):
         return
     try:
-        admission_tick.delay(trigger)
+        admission_tick.apply_async(args=[trigger], countdown=countdown)
     except Exception:  # the broker is down: beat's periodic run picks the work up
         log.exception("could not enqueue an admission run (%s); beat will run it", trigger)
         _release_queue_slot()
@@ -100,28 +104,41 @@ def _release_queue_slot() -> None:
 # --- one run ----------------------------------------------------------------------------------------------
 
 
-def _lock() -> None:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+def _lock(*, wait: bool = True) -> bool:
+    """Take the loop's transaction-scoped lock (PostgreSQL); False when `wait` is off and another run has it."""
+    if connection.vendor != "postgresql":
+        return True  # SQLite: the IMMEDIATE transaction already holds the database's one write lock
+    with connection.cursor() as cursor:
+        if wait:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+            return True
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [LOCK_KEY])
+        return bool(cursor.fetchone()[0])
 
 
-def admission_run(*, trigger: str = "beat") -> AdmissionRun:
-    """Decide and apply one round of admissions and preemptions; record the run; then start/stop on the cluster."""
+class Busy(Exception):
+    """Another admission run holds the lock."""
+
+
+def admission_run(*, trigger: str = "beat", wait: bool = True) -> AdmissionRun | None:
+    """Observe the cluster, decide and apply one round of admissions and preemptions, record the run; then
+    start/stop jobs on the cluster.
+
+    With wait=False (the Celery task) a run that finds another one in progress does not queue behind it,
+    holding a worker: it asks for a fresh run right after and returns None.
+    """
     _release_queue_slot()
     started = timezone.now()
     t0 = time.perf_counter()
     try:
         with transaction.atomic():
-            _lock()
+            if not _lock(wait=wait):
+                raise Busy
             now = timezone.now()
-            jobs = list(
-                Job.objects.filter(state__in=ACTIVE_STATES + QUEUED_STATES)
-                .select_related(*JOB_RELATIONS)
-                .order_by("submitted_at", "pk")
-            )
-            decisions = engine.decide(snapshot_from_jobs(jobs, now=now))
-            applied = apply_decisions(decisions, jobs, now=now)
+            _observe(now)
+            rows = load_rows(ACTIVE_STATES + QUEUED_STATES)
+            decisions = engine.decide(snapshot_from_rows(rows, now=now))
+            applied = apply_decisions(decisions, rows, now=now)
             run = AdmissionRun.objects.create(
                 started_at=started,
                 duration_ms=(time.perf_counter() - t0) * 1000,
@@ -130,6 +147,9 @@ def admission_run(*, trigger: str = "beat") -> AdmissionRun:
                 preempted=len(applied.preempted),
                 pending=applied.pending,
             )
+    except Busy:
+        _enqueue(trigger, countdown=0.05)
+        return None
     except Exception as exc:
         log.exception("admission run failed (%s)", trigger)
         return AdmissionRun.objects.create(
@@ -144,6 +164,22 @@ def admission_run(*, trigger: str = "beat") -> AdmissionRun:
     return run
 
 
+def _observe(now) -> None:
+    """Apply what the cluster did since the last look (inside the run, so it decides on fresh usage)."""
+    jobs = list(
+        Job.objects.filter(state__in=ACTIVE_STATES)
+        .exclude(backend_ref="")
+        .exclude(backend_ref__startswith=STARTING)
+        .select_related("team", "assigned_instance_type")
+    )
+    if jobs:
+        try:
+            observations = get_backend().observe(jobs, now=now)
+        except ClusterUnreachable:
+            return
+        _apply_observations(jobs, observations)
+
+
 class Applied:
     def __init__(self):
         self.admitted: list[int] = []
@@ -151,7 +187,7 @@ class Applied:
         self.pending = 0
 
 
-def apply_decisions(decisions: engine.Decisions, jobs: list[Job], *, now) -> Applied:
+def apply_decisions(decisions: engine.Decisions, jobs: list[JobRow], *, now) -> Applied:
     """Write the engine's decisions: preemptions first (they make the room), then admissions, then reasons.
 
     Must run inside the run's transaction. Each state change is conditional on the state read, and each
@@ -173,13 +209,13 @@ def apply_decisions(decisions: engine.Decisions, jobs: list[Job], *, now) -> App
     return applied
 
 
-def preemption_reason(victim: Job, preemptor: Job | None, why: str) -> str:
+def preemption_reason(victim, preemptor, why: str) -> str:
     if preemptor is None:
         return f"preempted {PREEMPTION_WHY.get(why, why)}"
-    return f"preempted by job #{preemptor.pk} {preemptor.name} of {preemptor.team.name} {PREEMPTION_WHY.get(why, why)}"
+    return f"preempted by job #{preemptor.pk} {preemptor.name} of {preemptor.team_name} {PREEMPTION_WHY.get(why, why)}"
 
 
-def _preempt(victim: Job, preemptor: Job | None, why: str, now, events: list[JobEvent]) -> bool:
+def _preempt(victim: JobRow, preemptor: JobRow | None, why: str, now, events: list[JobEvent]) -> bool:
     reason = preemption_reason(victim, preemptor, why)
     requeued = f"back in the queue after being preempted by job #{preemptor.pk}" if preemptor else "back in the queue"
     changed = Job.objects.filter(pk=victim.pk, state__in=ACTIVE_STATES).update(
@@ -195,10 +231,12 @@ def _preempt(victim: Job, preemptor: Job | None, why: str, now, events: list[Job
     )
     if not changed:
         return False
-    events.append(JobEvent(job=victim, at=now, from_state=victim.state, to_state=JobState.PREEMPTED, reason=reason))
+    events.append(
+        JobEvent(job_id=victim.pk, at=now, from_state=victim.state, to_state=JobState.PREEMPTED, reason=reason)
+    )
     victim.state = JobState.PENDING  # the engine may admit it again in the same round (moved elsewhere)
     events.append(
-        JobEvent(job=victim, at=now, from_state=JobState.PREEMPTED, to_state=JobState.PENDING, reason=requeued)
+        JobEvent(job_id=victim.pk, at=now, from_state=JobState.PREEMPTED, to_state=JobState.PENDING, reason=requeued)
     )
     return True
 
@@ -211,7 +249,7 @@ def admission_reason(admission: engine.Admission) -> str:
     return where + (" on quota borrowed from its cohort" if admission.borrowed else " within its team's quota")
 
 
-def _admit(job: Job, admission: engine.Admission, type_ids: dict, now, events: list[JobEvent]) -> bool:
+def _admit(job: JobRow, admission: engine.Admission, type_ids: dict, now, events: list[JobEvent]) -> bool:
     reason = admission_reason(admission)
     changed = Job.objects.filter(pk=job.pk, state__in=QUEUED_STATES).update(
         state=JobState.ADMITTED,
@@ -222,11 +260,11 @@ def _admit(job: Job, admission: engine.Admission, type_ids: dict, now, events: l
         borrowed=admission.borrowed,
     )
     if changed:
-        events.append(JobEvent(job=job, at=now, from_state=job.state, to_state=JobState.ADMITTED, reason=reason))
+        events.append(JobEvent(job_id=job.pk, at=now, from_state=job.state, to_state=JobState.ADMITTED, reason=reason))
     return bool(changed)
 
 
-def _update_reasons(reasons: dict[str, str], by_name: dict[str, Job], *, skip: set[int]) -> None:
+def _update_reasons(reasons: dict[str, str], by_name: dict[str, JobRow], *, skip: set[int]) -> None:
     """Store each pending job's reason where it changed, one UPDATE per distinct reason."""
     changed: dict[str, list[int]] = defaultdict(list)
     for name, reason in reasons.items():
@@ -316,7 +354,8 @@ def stop_on_cluster(job_ids: list[int], *, reason: str, preempted: bool) -> None
 def cluster_sync(*, jobs=None, backend=None) -> int:
     """Apply what the cluster reports about admitted/running jobs; ask for a run when any finished.
 
-    Returns the number of jobs that finished.
+    Returns the number of jobs that finished. When an admission run holds the lock, that run (or the one
+    asked for here) observes the cluster itself, so nothing waits.
     """
     backend = backend or get_backend()
     if jobs is None:
@@ -333,30 +372,39 @@ def cluster_sync(*, jobs=None, backend=None) -> int:
     except ClusterUnreachable:
         log.warning("cluster unreachable: nothing observed this time")
         return 0
+    if not observations:
+        return 0
+    with transaction.atomic():
+        if not _lock(wait=False):  # the admission run writes the same rows: one writer at a time
+            admission_request("finish")
+            return 0
+        finished = _apply_observations(jobs, observations)
+        if finished:
+            admission_request("finish")
+    return finished
+
+
+def _apply_observations(jobs, observations) -> int:
     by_id = {job.pk: job for job in jobs}
     finished = 0
     events = []
-    with transaction.atomic():
-        _lock()  # the admission run writes the same rows: one writer at a time, never a deadlock
-        for obs in sorted(observations, key=lambda o: o.job_id):
-            job = by_id.get(obs.job_id)
-            if job is None or obs.state == job.state:
-                continue
-            fields = {"state": obs.state, "reason": obs.reason or _observed_reason(obs.state)}
-            allowed = [JobState.ADMITTED] if obs.state == JobState.RUNNING else list(ACTIVE_STATES)
-            if obs.state == JobState.RUNNING:
-                fields["started_at"] = obs.at
-            else:
-                fields["finished_at"] = obs.at
-                fields["backend_ref"] = ""
-            if Job.objects.filter(pk=job.pk, state__in=allowed).update(**fields):
-                events.append(
-                    JobEvent(job=job, at=obs.at, from_state=job.state, to_state=obs.state, reason=fields["reason"])
-                )
-                finished += obs.state != JobState.RUNNING
-        JobEvent.objects.bulk_create(events)
-        if finished:
-            admission_request("finish")
+    for obs in sorted(observations, key=lambda o: o.job_id):
+        job = by_id.get(obs.job_id)
+        if job is None or obs.state == job.state:
+            continue
+        fields = {"state": obs.state, "reason": obs.reason or _observed_reason(obs.state)}
+        allowed = [JobState.ADMITTED] if obs.state == JobState.RUNNING else list(ACTIVE_STATES)
+        if obs.state == JobState.RUNNING:
+            fields["started_at"] = obs.at
+        else:
+            fields["finished_at"] = obs.at
+            fields["backend_ref"] = ""
+        if Job.objects.filter(pk=job.pk, state__in=allowed).update(**fields):
+            events.append(
+                JobEvent(job=job, at=obs.at, from_state=job.state, to_state=obs.state, reason=fields["reason"])
+            )
+            finished += obs.state != JobState.RUNNING
+    JobEvent.objects.bulk_create(events)
     return finished
 
 

@@ -5,6 +5,7 @@ here, so they agree on what "quota", "usage" and "pending" mean.
 """
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Min, Sum
@@ -88,6 +89,88 @@ def snapshot_from_jobs(jobs: list[Job], *, now: datetime) -> engine.Snapshot:
         instance_types=engine_instance_types(),
         teams=engine_teams(),
         workloads=[job_workload(job, lowest=lowest) for job in jobs],
+        policy=engine_policy(),
+        now=now.timestamp(),
+    )
+
+
+# --- the admission loop's fast path: plain rows instead of model instances -------------------------------
+
+ROW_FIELDS = (
+    "pk", "name", "state", "reason", "team_id", "accelerators", "vcpus", "memory_gib", "pods", "priority_class_id",
+    "submitted_at", "instance_type_id", "assigned_instance_type_id", "placement", "admitted_at",
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class JobRow:
+    """The columns of a job the loop decides on; 10x cheaper to load than a Job with its relations."""
+
+    pk: int
+    name: str
+    state: str
+    reason: str
+    team_id: int
+    accelerators: int
+    vcpus: float
+    memory_gib: float
+    pods: int
+    priority_class_id: int | None
+    submitted_at: datetime
+    instance_type_id: int | None
+    assigned_instance_type_id: int | None
+    placement: list | None
+    admitted_at: datetime | None
+    team_name: str = ""
+
+
+def load_rows(states) -> list[JobRow]:
+    teams = dict(Team.objects.values_list("pk", "name"))
+    rows = [
+        JobRow(*values)
+        for values in Job.objects.filter(state__in=states).order_by("submitted_at", "pk").values_list(*ROW_FIELDS)
+    ]
+    for row in rows:
+        row.team_name = teams[row.team_id]
+    return rows
+
+
+def snapshot_from_rows(rows: list[JobRow], *, now: datetime) -> engine.Snapshot:
+    """The same snapshot as build_snapshot() from JobRows (same rules as job_workload, without the ORM objects)."""
+    lowest = lowest_priority()
+    types = {it.pk: it for it in InstanceType.objects.all()}
+    weights = dict(PriorityClass.objects.values_list("pk", "weight"))
+    workloads = []
+    for row in rows:
+        requested = types.get(row.instance_type_id)
+        key = (requested.accelerator_key if requested else "gpu") or "gpu"
+        requests = {}
+        if row.accelerators:
+            requests[key] = row.accelerators
+        if row.vcpus:
+            requests["cpu"] = row.vcpus
+        if row.memory_gib:
+            requests["memory"] = row.memory_gib
+        active = row.state in ACTIVE_STATES
+        assigned = types.get(row.assigned_instance_type_id)
+        workloads.append(
+            engine.Workload(
+                name=str(row.pk),
+                team=row.team_name,
+                requests=requests,
+                pods=row.pods,
+                priority=weights.get(row.priority_class_id, lowest),
+                submit=row.submitted_at.timestamp(),
+                instance_type=requested.name if requested else None,
+                running_on=assigned.name if active and assigned else None,
+                nodes=list(row.placement) if active and row.placement else None,
+                admitted_at=row.admitted_at.timestamp() if active and row.admitted_at else None,
+            )
+        )
+    return engine.Snapshot(
+        instance_types=engine_instance_types(),
+        teams=engine_teams(),
+        workloads=workloads,
         policy=engine_policy(),
         now=now.timestamp(),
     )

@@ -13,7 +13,9 @@ def admission_tick(trigger: str = "beat") -> dict:
     """One admission run: snapshot, engine, decisions applied in one transaction, then the cluster told."""
     from scheduling.loop import admission_run
 
-    run = admission_run(trigger=trigger)
+    run = admission_run(trigger=trigger, wait=False)
+    if run is None:
+        return {"skipped": "another run holds the lock; a new one is queued"}
     if run.error:
         log.error("admission run failed: %s", run.error)
     return {"admitted": run.admitted, "preempted": run.preempted, "error": run.error}

@@ -1,5 +1,6 @@
 from django import template
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -18,7 +19,7 @@ def amounts_text(amounts: dict | None) -> str:
     parts = [(_num(amounts[key]), label) for key, label in UNITS if amounts.get(key, 0) > 0.0001]
     if not parts:
         return ""
-    return format_html_join(format_html("<br>"), '<span class="amount">{} {}</span>', parts)
+    return format_html_join(mark_safe("<br>"), '<span class="amount">{} {}</span>', parts)
 
 
 @register.filter

@@ -110,3 +110,20 @@ def test_admission_runs_page_is_for_admins(users, client_for):
         assert client_for(users[role]).get(reverse("jobs:admission-runs")).status_code == status
     assert client_for(users["admin"]).get("/api/admission-runs/").status_code == 200
     assert client_for(users["scientist"]).get("/api/admission-runs/").status_code == 403
+
+
+def test_the_job_list_costs_the_same_queries_for_many_jobs(
+    scientist, team_a, submit, client_for, django_assert_max_num_queries
+):
+    client = client_for(scientist)
+    for i in range(3):
+        submit(scientist, team_a, name=f"few-{i}")
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as few:
+        assert client.get(reverse("jobs:job-list")).status_code == 200
+    for i in range(40):
+        submit(scientist, team_a, name=f"many-{i}")
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        assert client.get(reverse("jobs:job-list")).status_code == 200

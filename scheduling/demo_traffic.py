@@ -88,13 +88,14 @@ def team_for(vc: str) -> str:
     return teams[int(vc, 16) % len(teams)]
 
 
-def shape(row: TraceRow, allocations: list[ComputeAllocation]) -> dict | None:
+def shape(row: TraceRow, allocations: list[ComputeAllocation], team: str = "") -> dict | None:
     """Instance type, pods and per-pod sizes for a trace job on one of the team's instance types."""
     gpu_types = [a.instance_type for a in allocations if a.instance_type.accelerator_resource == "gpu"]
     if not gpu_types:
         return None
-    # the smallest type whose node holds the job (or a pod of it), by accelerators per node
-    gpu_types.sort(key=lambda it: it.accelerators)
+    # the smallest type whose node holds the job (or a pod of it), by accelerators per node; research, which
+    # lives on idle capacity, reaches for the big nodes and so borrows what the pre-training team is not using
+    gpu_types.sort(key=lambda it: it.accelerators, reverse=team == "research")
     it = next((t for t in gpu_types if t.accelerators >= row.gpus), gpu_types[-1])
     per_pod = min(row.gpus, it.accelerators)
     pods = math.ceil(row.gpus / per_pod)
@@ -115,7 +116,7 @@ def priority_for(team: str, row: TraceRow) -> str:
 
 
 def request_for(row: TraceRow, team: str, allocations) -> JobRequest | None:
-    sizes = shape(row, allocations)
+    sizes = shape(row, allocations, team)
     if sizes is None:
         return None
     duration = min(MAX_DURATION_S, max(MIN_DURATION_S, round(row.duration_s / DURATION_COMPRESSION)))

@@ -57,3 +57,12 @@ def test_a_waiting_job_explains_itself_and_starts_when_room_frees(
     rows = page.locator("[data-testid=job-table] tbody tr")
     assert rows.count() == 3
     screenshot(page, "job-list")
+
+
+def test_an_admin_sees_the_loops_recent_runs(users, scientist, team_a, login, page, live_server):
+    job_submit(user=scientist, request=JobRequest(team="team-a", name="probe", image="pytorch:2", vcpus=4))
+    login("ada")
+    page.goto(f"{live_server.url}/admission-runs/")
+    assert page.locator("h1").inner_text() == "Admission loop"
+    assert page.locator("[data-testid=runs] tbody tr").first.inner_text().count("submit") == 1
+    screenshot(page, "admission-runs")

@@ -21,6 +21,7 @@ from quotas.models import (
     User,
     VersionScope,
 )
+from quotas.signals import configuration_changed
 
 TEAM_POLICY_FIELDS = [f for f, _, _ in history.TEAM_FIELDS]
 CLUSTER_POLICY_FIELDS = [f for f, _, _ in history.CLUSTER_FIELDS]
@@ -35,6 +36,7 @@ def _save(obj, *, exclude_unique=False):
             obj.save()
     except IntegrityError as exc:
         raise ValidationError(f"this conflicts with an existing record ({exc.__class__.__name__})") from exc
+    configuration_changed.send(sender=type(obj), what=obj._meta.model_name)
     return obj
 
 
@@ -45,6 +47,7 @@ def _delete(obj):
     except ProtectedError as exc:
         users = sorted({str(o._meta.verbose_name_plural) for o in exc.protected_objects})
         raise ValidationError(f"{obj} is still used by {', '.join(users)}; remove those first") from exc
+    configuration_changed.send(sender=type(obj), what=obj._meta.model_name)
 
 
 def _set_fields(obj, fields: dict, allowed):
@@ -74,6 +77,7 @@ def _record(*, team, before, after, changes, user, reason, reverted_from=None, f
     if not changes and not force:
         return None
     scope = VersionScope.TEAM if team else VersionScope.CLUSTER
+    configuration_changed.send(sender=ConfigVersion, what=scope)
     if before is not None and _last_version(team=team) is None:
         ConfigVersion.objects.create(
             scope=scope, team=team, number=1, snapshot=before, changes=["state before history was recorded"]

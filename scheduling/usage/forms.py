@@ -1,5 +1,7 @@
 """The one filter form behind the usage pages, the CSV exports and the API: range, team, instance type."""
 
+from datetime import timedelta
+
 from django import forms
 from django.utils import timezone
 
@@ -43,7 +45,11 @@ class UsageFilterForm(forms.Form):
         # Windows end on a whole minute: the data only changes as often as it is sampled, and equal windows
         # let pages share cached figures.
         now = timezone.now().replace(second=0, microsecond=0)
-        cleaned["window"] = window_for(preset, start=start, end=end, now=now)
+        window = window_for(preset, start=start, end=end, now=now)
+        if window.step != "raw" and preset != "custom":
+            # Rollups arrive every 5 minutes: a window on them ends on the last 5-minute mark.
+            window = window_for(preset, now=now - timedelta(minutes=now.minute % 5))
+        cleaned["window"] = window
         return cleaned
 
     def teams(self):

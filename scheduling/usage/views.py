@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -38,12 +39,33 @@ def _filters(request, **initial):
     return form, form.cleaned_data
 
 
-def _render(request, template, partial, context):
-    """The whole page, or only its body when htmx asks for it (filters swap the body in place)."""
-    form = context["form"]
+def _page(request, form, *, view: str, template: str, partial: str, build=None, extra=None, cached=True):
+    """Render the page body once per window and audience and reuse it: the data behind it changes only as
+    often as samples (raw) or rollups arrive. htmx gets the body alone (filters swap it in place)."""
     selected = form.cleaned_data.get("range") if form.is_valid() else form.data.get("range")
-    context.update(presets=PRESET_LABELS, resources=RESOURCES, selected_range=selected or DEFAULT_PRESET)
-    return render(request, partial if request.htmx and not request.htmx.boosted else template, context)
+    base = {
+        "form": form,
+        "presets": PRESET_LABELS,
+        "resources": RESOURCES,
+        "selected_range": selected or DEFAULT_PRESET,
+        **(extra or {}),
+    }
+
+    def body():
+        context = dict(base)
+        if form.is_valid() and build is not None:
+            context.update(build())
+        return render_to_string(partial, context, request=request)
+
+    if form.is_valid() and cached:
+        step = form.cleaned_data["window"].step
+        timeout = settings.USAGE_SAMPLE_SECONDS if step == "raw" else ROLLUP_SECONDS
+        html = cache.get_or_set(form.cache_key(view), body, timeout)
+    else:
+        html = body()
+    if request.htmx and not request.htmx.boosted:
+        return HttpResponse(html)
+    return render(request, template, {**base, "body": html})
 
 
 def _dashboard_charts(cleaned, teams, types, *, utilization: bool = True):
@@ -83,60 +105,65 @@ def _dashboard_charts(cleaned, teams, types, *, utilization: bool = True):
     return {name: charts.as_json(fig) for name, fig in figures.items()}, tiles
 
 
-def _cached(form, view: str, build):
-    """Build a page's data once per window and audience: figures change only as often as samples (raw) or
-    rollups arrive, so pages opened within that time share them."""
-    step = form.cleaned_data["window"].step
-    timeout = settings.USAGE_SAMPLE_SECONDS if step == "raw" else ROLLUP_SECONDS
-    return cache.get_or_set(form.cache_key(view), build, timeout)
+def _chart_context(cleaned, teams, types, *, utilization: bool = True) -> dict:
+    figures, tiles = _dashboard_charts(cleaned, teams, types, utilization=utilization)
+    return {"figures": figures, "tiles": tiles, "window": cleaned["window"], "resource": cleaned["resource"]}
 
 
 def dashboard(request):
     form, cleaned = _filters(request)
-    context = {"form": form, "figures": None}
-    if cleaned:
-        figures, tiles = _cached(
-            form, "dashboard", lambda: _dashboard_charts(cleaned, form.teams(), form.instance_types())
-        )
-        context.update(figures=figures, tiles=tiles, window=cleaned["window"], resource=cleaned["resource"])
-    return _render(request, "usage/dashboard.html", "usage/_dashboard_body.html", context)
+    return _page(
+        request,
+        form,
+        view="dashboard",
+        template="usage/dashboard.html",
+        partial="usage/_dashboard_body.html",
+        build=lambda: _chart_context(cleaned, form.teams(), form.instance_types()),
+    )
 
 
 def team_usage(request, name):
     team = get_object_or_404(Team.objects.visible_to(request.user), name=name)
     form, cleaned = _filters(request)
-    context = {"form": form, "team": team, "figures": None}
     if cleaned:
         cleaned["team"] = team
-        teams = Team.objects.filter(pk=team.pk)
-        figures, tiles = _cached(
-            form, f"team-{team.pk}", lambda: _dashboard_charts(cleaned, teams, form.instance_types(), utilization=False)
-        )
-        context.update(figures=figures, tiles=tiles, window=cleaned["window"], resource=cleaned["resource"])
-    return _render(request, "usage/team.html", "usage/_dashboard_body.html", context)
+    return _page(
+        request,
+        form,
+        view=f"team-{team.pk}",
+        template="usage/team.html",
+        partial="usage/_dashboard_body.html",
+        build=lambda: _chart_context(
+            cleaned, Team.objects.filter(pk=team.pk), form.instance_types(), utilization=False
+        ),
+        extra={"team": team, "hide_team": True},
+    )
+
+
+def _report_context(form, cleaned) -> dict:
+    rows = selectors.usage_summary(
+        window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
+    )
+    totals = selectors.team_totals(rows)
+    return {
+        "rows": rows,
+        "totals": totals,
+        "figure": charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None,
+        "window": cleaned["window"],
+        "query": form.query_string(),
+    }
 
 
 def reports(request):
     form, cleaned = _filters(request, range="30d")
-    context = {"form": form, "totals": None}
-    if cleaned:
-
-        def build():
-            rows = selectors.usage_summary(
-                window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
-            )
-            totals = selectors.team_totals(rows)
-            return rows, totals, charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None
-
-        rows, totals, figure = _cached(form, "reports", build)
-        context.update(
-            rows=rows,
-            totals=totals,
-            figure=figure,
-            window=cleaned["window"],
-            query=form.query_string(),
-        )
-    return _render(request, "usage/reports.html", "usage/_reports_body.html", context)
+    return _page(
+        request,
+        form,
+        view="reports",
+        template="usage/reports.html",
+        partial="usage/_reports_body.html",
+        build=lambda: _report_context(form, cleaned),
+    )
 
 
 def _csv_name(kind: str, cleaned) -> str:
@@ -180,17 +207,26 @@ def summary_csv(request):
 
 def jobs_report(request):
     form, cleaned = _filters(request, range="7d")
-    context = {"form": form, "page": None}
-    if cleaned:
+
+    def build():
         jobs = selectors.job_report_queryset(window=cleaned["window"], teams=form.teams(), types=form.instance_types())
         page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-        context.update(
-            page=page,
-            rows=list(selectors.job_report_rows(list(page.object_list))),
-            window=cleaned["window"],
-            query=form.query_string(),
-        )
-    return _render(request, "usage/jobs_report.html", "usage/_jobs_report_body.html", context)
+        return {
+            "page": page,
+            "rows": list(selectors.job_report_rows(list(page.object_list))),
+            "window": cleaned["window"],
+            "query": form.query_string(),
+        }
+
+    return _page(
+        request,
+        form,
+        view="jobs",
+        template="usage/jobs_report.html",
+        partial="usage/_jobs_report_body.html",
+        build=build,
+        cached=False,
+    )
 
 
 def jobs_csv(request):

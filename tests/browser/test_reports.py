@@ -118,3 +118,24 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
     names = page.evaluate("document.getElementById('chart-usage').data.map(t => t.name)")
     assert names == ["within quota", "borrowed", "quota", "fair share"]
     screenshot(page, "usage-team-a-30d")
+
+
+def test_admin_adds_an_alert_rule_and_reads_the_history(users, team_a, login, page, live_server):
+    from scheduling.usage.models import AlertDelivery, AlertEvent, AlertKind, AlertRule
+
+    rule = AlertRule.objects.create(team=team_a, kind=AlertKind.PENDING_TOO_LONG, minutes=30, emails="ops@example.com")
+    event = AlertEvent.objects.create(rule=rule, team=team_a, message="job train (#12) of team-a has waited 45 min")
+    AlertDelivery.objects.create(event=event, transition="fired", channel="email", target="ops@example.com",
+                                 status="sent", attempts=1)  # fmt: skip
+    login("ada")
+    page.goto(f"{live_server.url}/alerts/")
+    assert "has waited 45 min" in page.get_by_test_id("active-alerts").inner_text()
+    page.select_option("select[name=team]", label="team-a")
+    page.select_option("select[name=kind]", value="usage_above_quota")
+    page.fill("input[name=threshold_pct]", "120")
+    page.fill("input[name=minutes]", "15")
+    page.fill("input[name=webhook_url]", "https://hooks.example.com/gpu")
+    page.click("text=Add rule")
+    page.wait_for_selector("text=Alert rule added")
+    assert "usage above 120% of quota for 15 min" in page.get_by_test_id("rules").inner_text()
+    screenshot(page, "alerts-admin")

@@ -189,6 +189,13 @@ else:
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
     }
+# Rendered chart pages and the admission loop's flags: shared across processes through Redis when there is
+# one, else each process keeps its own in memory.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True

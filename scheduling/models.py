@@ -119,6 +119,7 @@ class JobEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+        indexes = [models.Index(fields=["to_state", "at"], name="jobevent_state_at")]  # preemption counts
 
     def __str__(self):
         return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"

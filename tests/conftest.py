@@ -13,6 +13,17 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache(settings):
+    """Each test starts with an empty, private cache (production shares one through Redis)."""
+    from django.core.cache import cache
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    cache.clear()
+    yield
+    cache.clear()
+
+
 def make_user(username, role, teams=()):
     user = User.objects.create_user(username=username, password=PASSWORD, role=role)
     for team in teams:

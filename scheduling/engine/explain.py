@@ -114,7 +114,10 @@ def _capacity(s: Scheduler, job: Job, f: int) -> str:
             f"quota of {amount(book.nominal[f][r], res)} on {name} exceeds the cluster's {number(cap)}; "
             f"waiting for capacity ({in_use}, {_needs(s, job, f, r)})"
         )
-    return f"{_needs(s, job, f, r)}; the cluster's {amount(cap, res)} of {name} are taken ({in_use})"
+    free = max(0.0, cap - used_row[r])
+    return (
+        f"{_needs(s, job, f, r)}; only {number(free)} of the cluster's {amount(cap, res)} of {name} are free ({in_use})"
+    )
 
 
 def _placement(s: Scheduler, job: Job, f: int) -> str:

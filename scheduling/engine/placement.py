@@ -34,23 +34,22 @@ class NodePool:
     def place(self, per_pod, nz, pods: int, extra: dict[int, list[float]] | None = None) -> list[int] | None:
         """Nodes for every pod of a gang (best fit), or None if they do not all fit.
 
-        `extra` adds free amounts on some nodes, as if workloads there were preempted.
+        `extra` adds free amounts on some nodes, as if workloads there were preempted; those nodes are
+        tried first.
         """
-        need = per_pod[self.key]
+        key, need = self.key, per_pod[self.key]
+        boosted, order = None, ()
+        if extra:
+            boosted = {n: [a + b for a, b in zip(self.free[n], more, strict=True)] for n, more in extra.items()}
+            order = sorted(boosted, key=lambda n: boosted[n][key])
+        candidates = [self.buckets[k] for k in sorted(self.buckets) if k + EPS >= need]
         placed: dict[int, int] = {}
         out: list[int] = []
-        candidates = None
         for _ in range(pods):
-            node = None
-            if extra:
-                node = self._first_fit(
-                    sorted(extra, key=lambda n: self._free(n, extra)[self.key]), per_pod, nz, placed, extra
-                )
+            node = self._first_fit(order, per_pod, nz, placed, boosted)
             if node is None:
-                if candidates is None:
-                    candidates = [self.buckets[k] for k in sorted(self.buckets) if k + EPS >= need]
                 for bucket in candidates:
-                    node = self._first_fit(bucket, per_pod, nz, placed, extra)
+                    node = self._first_fit(bucket, per_pod, nz, placed, boosted)
                     if node is not None:
                         break
             if node is None:
@@ -59,18 +58,19 @@ class NodePool:
             out.append(node)
         return out
 
-    def _free(self, node: int, extra) -> list[float]:
-        free = self.free[node]
-        more = extra.get(node) if extra else None
-        return [a + b for a, b in zip(free, more, strict=True)] if more else free
-
-    def _first_fit(self, nodes, per_pod, nz, placed, extra) -> int | None:
+    def _first_fit(self, nodes, per_pod, nz, placed, boosted) -> int | None:
         for node in nodes:
-            free = self._free(node, extra)
+            free = boosted.get(node) if boosted else None
+            if free is None:
+                free = self.free[node]
             already = placed.get(node, 0) + 1
             if all(free[r] - already * per_pod[r] >= -EPS for r in nz):
                 return node
         return None
+
+    def pods_fit(self, need: float) -> int:
+        """How many pods needing `need` of the key resource fit on the free nodes (other resources aside)."""
+        return sum(len(nodes) * int((k + EPS) // need) for k, nodes in self.buckets.items() if k + EPS >= need)
 
     def still_fits(self, nodes: list[int], per_pod, nz) -> bool:
         pods: dict[int, int] = {}

@@ -35,41 +35,105 @@ def find_victims(s: Scheduler, job: Job, f: int):
     candidates = _candidates(s, job, f)
     if not candidates:
         return None
+    everyone: dict[int, list[float]] = {}
+    for victim, _ in candidates:
+        vec = everyone.get(victim.team.idx)
+        if vec is None:
+            vec = everyone[victim.team.idx] = [0.0] * len(victim.total)
+        for r in victim.nz:
+            vec[r] += victim.total[r]
+    if s.book.check(job.team.book, f, job.total, job.nz, everyone)[0] != FITS:
+        return None  # not even evicting every candidate would make room in the quota
     candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
-    claimant = job.team.book
-    claimant_share = dominant_share(s.book, claimant, f, job.total)
-    removed: dict[int, list[float]] = {}
+    claimant_share = dominant_share(s.book, job.team.book, f, job.total)
+    trial = Trial(s, job, f)
     chosen = []
+    refused: dict[int, list] = {}  # team -> victim sizes found ineligible; evicting more never helps them
     for victim, reason in candidates:
-        if not _eligible(s, job, victim, reason, removed, claimant_share):
+        seen = refused.get(victim.team.idx)
+        if seen and any(all(victim.total[r] >= size[r] for r in nz) for size, nz in seen):
             continue
-        _take(removed, victim, 1)
+        if not _eligible(s, job, victim, reason, trial.removed, claimant_share):
+            if seen is None:
+                seen = refused[victim.team.idx] = []
+            if len(seen) < 4 and victim.team is not job.team:
+                seen.append((victim.total, victim.nz))
+            continue
+        trial.add(victim)
         chosen.append((victim, reason))
-        nodes = _fits(s, job, f, removed, chosen)
+        nodes = trial.fits()
         if nodes is not False:
             break
     else:
         return None
-    if len(chosen) > 1:
-        ceiling = max(victim.priority for victim, _ in chosen)
-        for victim, reason in candidates:
-            if victim.priority > ceiling:
-                break
-            alone = [(victim, reason)]
-            if _eligible(s, job, victim, reason, {}, claimant_share):
-                nodes = _fits(s, job, f, removal(alone, f), alone)
-                if nodes is not False:
-                    return alone, nodes
-        for i in range(len(chosen) - 2, -1, -1):
-            victim = chosen[i][0]
-            _take(removed, victim, -1)
-            rest = chosen[:i] + chosen[i + 1 :]
-            if _fits(s, job, f, removed, rest) is not False:
-                chosen = rest
-            else:
-                _take(removed, victim, 1)
-        nodes = _fits(s, job, f, removed, chosen)
-    return chosen, nodes
+    if len(chosen) == 1:
+        return chosen, nodes
+    ceiling = max(victim.priority for victim, _ in chosen)
+    for victim, reason in candidates:
+        if victim.priority > ceiling:
+            break
+        if _eligible(s, job, victim, reason, {}, claimant_share):
+            alone = Trial(s, job, f)
+            alone.add(victim)
+            nodes = alone.fits()
+            if nodes is not False:
+                return [(victim, reason)], nodes
+    for i in range(len(chosen) - 2, -1, -1):
+        victim = chosen[i][0]
+        trial.add(victim, -1)
+        if trial.fits() is not False:
+            del chosen[i]
+        else:
+            trial.add(victim, 1)
+    return chosen, trial.fits()
+
+
+class Trial:
+    """A hypothetical eviction set: quota freed per team and room freed per node, kept incrementally."""
+
+    def __init__(self, s: Scheduler, job: Job, f: int):
+        self.s, self.job, self.f = s, job, f
+        self.removed: dict[int, list[float]] = {}
+        self.pool = s.pools[f]
+        self.extra: dict[int, list[float]] = {}
+        if self.pool is not None:
+            self.key = self.pool.key
+            self.need = job.per_pod[self.key]
+            self.pods_fit = self.pool.pods_fit(self.need) if self.need > 0 else job.pods
+
+    def add(self, victim: Job, sign: int = 1) -> None:
+        _take(self.removed, victim, sign)
+        if self.pool is None or not victim.nodes:
+            return
+        free, key, need = self.pool.free, self.key, self.need
+        for node in victim.nodes:
+            vec = self.extra.get(node)
+            if vec is None:
+                vec = self.extra[node] = [0.0] * len(victim.total)
+            before = vec[key]
+            for r in victim.nz:
+                vec[r] += sign * victim.per_pod[r]
+            if need > 0:
+                self.pods_fit += int((free[node][key] + vec[key] + EPS) // need) - int(
+                    (free[node][key] + before + EPS) // need
+                )
+
+    def fits(self, quick: bool = False):
+        """Nodes (None without a cluster) if the job fits once these victims are gone, else False.
+
+        With `quick`, only the quota and a count of pods that fit by the key resource are checked.
+        """
+        code, _ = self.s.book.check(self.job.team.book, self.f, self.job.total, self.job.nz, self.removed)
+        if code != FITS:
+            return False
+        if self.pool is None:
+            return None
+        if self.pods_fit < self.job.pods:
+            return False
+        if quick:
+            return None
+        nodes = self.pool.place(self.job.per_pod, self.job.nz, self.job.pods, self.extra)
+        return False if nodes is None else nodes
 
 
 def removal(victims, f: int) -> dict[int, list[float]]:
@@ -148,21 +212,3 @@ def _eligible(s: Scheduler, job: Job, victim: Job, reason: str, removed, claiman
         return True
     delta = [a - u for a, u in zip(after, other.usage[f], strict=True)]
     return dominant_share(s.book, other, f, delta) >= claimant_share - EPS
-
-
-def _fits(s: Scheduler, job: Job, f: int, removed, victims):
-    """Nodes (None without a cluster) if `job` fits once `victims` are gone, else False."""
-    code, _ = s.book.check(job.team.book, f, job.total, job.nz, removed)
-    if code != FITS:
-        return False
-    pool = s.pools[f]
-    if pool is None:
-        return None
-    extra: dict[int, list[float]] = {}
-    for victim, _ in victims:
-        for node in victim.nodes or ():
-            vec = extra.setdefault(node, [0.0] * len(victim.total))
-            for r in victim.nz:
-                vec[r] += victim.per_pod[r]
-    nodes = pool.place(job.per_pod, job.nz, job.pods, extra)
-    return False if nodes is None else nodes

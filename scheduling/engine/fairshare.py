@@ -3,7 +3,9 @@
 Fair share (per instance type and resource): first each team gets its nominal quota, up to its demand;
 what remains of the cohort's pool goes to the teams that may borrow and want more, in proportion to their
 fair-share weights, each capped by its demand and its borrowing limit, until nobody wants more or nothing
-remains. Teams of weight 0 share only what the others leave.
+remains. Teams of weight 0 share only what the others leave. Demand is a team's running usage plus its
+pending requests, counted on the instance type they ask for, or on the first type of the team's quota
+when they name none.
 
 Share (for ordering and fair-share preemption): borrowed / cohort pool / weight, taking the dominant
 resource, i.e. the largest ratio over every instance type and resource.

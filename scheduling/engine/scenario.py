@@ -294,6 +294,7 @@ def _workloads(items: list, teams: list[Team], instance_types, cluster: bool, cl
 
 
 def _priority(value, path: str, classes: dict[str, int], lowest: int) -> int:
+    """A class name or an integer; absent is `lowest`, below every class and every integer given."""
     if value is None:
         return lowest
     if isinstance(value, str):

@@ -117,6 +117,21 @@ def decide(snapshot: Snapshot) -> Decisions:
     return Decisions(
         admissions=list(admissions.values()),
         preemptions=list(preemptions.values()),
-        reasons={job.name: explain(s, job) for job in s.jobs.values() if job.state == PENDING},
+        reasons=_reasons(s),
         teams={team.name: team_status(s, team) for team in s.teams},
     )
+
+
+def _reasons(s) -> dict[str, str]:
+    """Why each pending workload waits. A reason depends only on the team's state and the workload's shape
+    (requests, pods, priority, instance type), so identical workloads of a team share one explanation:
+    thousands of queued jobs cost one explanation per distinct shape, not one each."""
+    memo: dict[tuple, str] = {}
+    out = {}
+    for job in s.jobs.values():
+        if job.state == PENDING:
+            key = (job.team.name, job.sig)
+            if key not in memo:
+                memo[key] = explain(s, job)
+            out[job.name] = memo[key]
+    return out

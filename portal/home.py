@@ -1,9 +1,12 @@
 """Selectors for the home pages: what each role sees first."""
 
+from datetime import timedelta
+
 from django.db.models import Count, Sum
+from django.utils import timezone
 
 from quotas.models import InstanceType, NodeGroup, Team, User
-from scheduling.models import AdmissionRun, Job, JobState
+from scheduling.models import AdmissionRun, Job, JobEvent, JobState
 
 
 def cluster_capacity():
@@ -25,8 +28,15 @@ def cluster_capacity():
 
 
 def job_counts(queryset):
+    """Jobs per state now; "preempted" is a state jobs pass through on their way back to the queue, so its
+    tile counts the preemptions of the last 24 hours instead."""
     counts = dict(queryset.values_list("state").annotate(n=Count("id")).order_by())
-    return {state: counts.get(state, 0) for state in JobState.values}
+    out = {state: counts.get(state, 0) for state in JobState.values if state != JobState.PREEMPTED}
+    since = timezone.now() - timedelta(hours=24)
+    out["preempted (24 h)"] = JobEvent.objects.filter(
+        job__in=queryset, to_state=JobState.PREEMPTED, at__gte=since
+    ).count()
+    return out
 
 
 def admin_home():

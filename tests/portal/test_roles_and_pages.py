@@ -114,3 +114,21 @@ def test_openapi_schema_and_docs_are_served(users, client_for):
 
 def test_logout_needs_post(users, client_for):
     assert client_for(users["admin"]).get(reverse("logout")).status_code == 405
+
+
+def test_home_counts_preemptions_of_the_last_day(users, client_for, team_a):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from scheduling.models import Job, JobEvent, JobState
+
+    job = Job.objects.create(team=team_a, submitted_by=users["scientist"], name="j", image="x", accelerators=1)
+    JobEvent.objects.create(job=job, to_state=JobState.PREEMPTED, from_state=JobState.RUNNING)
+    JobEvent.objects.create(
+        job=job, to_state=JobState.PREEMPTED, from_state=JobState.RUNNING, at=timezone.now() - timedelta(days=2)
+    )
+    counts = client_for(users["admin"]).get("/").context["job_counts"]
+    assert counts["preempted (24 h)"] == 1 and counts["pending"] == 1
+    other = client_for(users["other"]).get("/").context["job_counts"]  # not their team's job
+    assert other["preempted (24 h)"] == 0 and other["pending"] == 0

@@ -3,16 +3,14 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
+import quotas.api
+import scheduling.api
+import scheduling.usage.api
 from portal.api_views import MeView
 
 router = DefaultRouter()
-
-for module in ("quotas.api", "scheduling.api", "scheduling.usage.api", "scheduling.kube.api"):
-    try:
-        __import__(module, fromlist=["register"]).register(router)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
+for register in (quotas.api.register, scheduling.api.register, scheduling.usage.api.register):
+    register(router)
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),

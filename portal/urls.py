@@ -21,15 +21,10 @@ urlpatterns = [
     path("api/", include("portal.api_urls")),
 ]
 
-# Apps add their pages here as they grow; each app owns its urls module.
-for prefix, module, namespace in [
-    ("", "quotas.urls", "quotas"),
-    ("", "scheduling.urls", "jobs"),
-    ("", "scheduling.usage.urls", "usage"),
-    ("", "scheduling.kube.urls", "kube"),
-]:
-    try:
-        urlpatterns.append(path(prefix, include((module, namespace))))
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
+# Each app owns its pages' urls module and namespace.
+urlpatterns += [
+    path("", include(("quotas.urls", "quotas"))),
+    path("", include(("scheduling.urls", "jobs"))),
+    path("", include(("scheduling.usage.urls", "usage"))),
+    path("", include(("scheduling.kube.urls", "kube"))),
+]

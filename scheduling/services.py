@@ -219,13 +219,15 @@ def job_cancel(*, user, pk, reason: str = "") -> Job:
             raise PermissionDenied("managers read jobs but do not cancel them")
         if job.state in FINAL_STATES:
             raise ValidationError(f"job #{job.pk} already {job.state}; nothing to cancel")
-        was_active = job.state in ACTIVE_STATES
+        # A job that ever reached the cluster may have left something there: running pods, or the Job a
+        # preemption suspended (Kubernetes) or one waiting in Kueue's queue. Deleting is idempotent.
+        on_cluster = job.state in ACTIVE_STATES or job.preemption_count > 0 or bool(job.backend_ref)
         event = record_transition(job, JobState.CANCELLED, reason or f"cancelled by {user}")
         job.finished_at = event.at
-        job.backend_stop_pending = was_active
+        job.backend_stop_pending = on_cluster
         job.save(update_fields=["state", "reason", "finished_at", "backend_stop_pending"])
         event.save()
-        if was_active:
+        if on_cluster:
             transaction.on_commit(lambda: stop_on_cluster([job.pk], reason="cancelled", preempted=False))
         admission_request("cancel")
     return job

@@ -128,3 +128,23 @@ def test_preemption_suspends_the_job_and_readmission_resumes_it(cluster, scienti
     assert job.state == JobState.ADMITTED and job.backend_ref
     assert cluster.server.job("hyperpod-ns-team-a", name)["spec"]["suspend"] is False
     assert len(cluster.server.jobs()) == 1
+
+
+def test_cancelling_a_preempted_job_deletes_its_suspended_job(
+    cluster, scientist, team_a, django_capture_on_commit_callbacks
+):
+    from scheduling.services import job_cancel
+
+    job = submit(scientist, team_a)
+    loop.admission_run(trigger="test")
+    job.refresh_from_db()
+    name = manifests.job_name(job)
+    # Preempted: back to pending with its Job suspended on the cluster and no reference kept.
+    Job.objects.filter(pk=job.pk).update(state=JobState.PENDING, backend_stop_pending=True, preemption_count=1)
+    loop.carry_out()
+    assert cluster.server.job("hyperpod-ns-team-a", name)["spec"]["suspend"] is True
+    with django_capture_on_commit_callbacks(execute=True):
+        job_cancel(user=scientist, pk=job.pk)
+    assert cluster.server.job("hyperpod-ns-team-a", name) is None
+    job.refresh_from_db()
+    assert job.state == JobState.CANCELLED and not job.backend_stop_pending

@@ -100,10 +100,14 @@ class Scheduler:
     def start_running(self, job: Job, flavor: int, nodes: list[int] | None, since: float) -> None:
         """Record a workload admitted before the engine took over (nodes None = place it now)."""
         pool = self.pools[flavor]
-        if pool is not None and nodes is None:
+        if pool is None:
+            nodes = None  # no nodes to account: a quota-only type, or the cluster has none of it any more
+        elif nodes is None:
             nodes = pool.place(job.per_pod, job.nz, job.pods)
             if nodes is None:
                 raise ValueError(f"{job.name} does not fit on the free {self.flavor_names[flavor]} nodes")
+        elif len(nodes) != job.pods or not all(isinstance(n, int) and 0 <= n < len(pool.free) for n in nodes):
+            raise ValueError(f"{job.name} is placed on nodes the cluster's {self.flavor_names[flavor]} lacks")
         self._start(job, flavor, nodes)
         job.admitted_at = job.first_admitted_at = since
 

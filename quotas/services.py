@@ -149,6 +149,8 @@ def team_delete(*, team: Team, user=None) -> None:
 def _instance_type(key) -> InstanceType:
     if isinstance(key, InstanceType):
         return key
+    if not isinstance(key, str) or "\x00" in key:  # PostgreSQL cannot even look up a NUL character
+        raise ValidationError({"instance_type": f"unknown instance type {key!r}"})
     try:
         return InstanceType.objects.get(name=key)
     except InstanceType.DoesNotExist:

@@ -175,3 +175,13 @@ def test_openapi_schema_lists_the_quota_endpoints(client):
         "/api/priority-classes/",
     ]:
         assert path in paths, path
+
+
+@pytest.mark.parametrize("key", ["ml.p5\x00.48xlarge", "\x00"])
+def test_an_instance_type_key_with_a_nul_character_is_a_400_not_a_500(api_for, admin_user, team_a, key):
+    response = api_for(admin_user).put(
+        f"/api/teams/{team_a.pk}/allocations/", {"allocations": {key: {"accelerators": 1}}}, format="json"
+    )
+    assert response.status_code == 400
+    assert "unknown instance type" in response.content.decode()
+    assert team_a.allocations.get().accelerators == 8  # nothing changed

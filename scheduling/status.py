@@ -1,12 +1,11 @@
 """Selectors for where every team stands now: quota, usage, borrowed, lent, fair share, pending."""
 
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
-from django.db.models import Count
 from django.utils import timezone
 
 from scheduling import engine
-from scheduling.models import QUEUED_STATES, Job
 from scheduling.snapshot import build_snapshot
 
 
@@ -22,14 +21,15 @@ class TeamStanding:
 
 
 def team_statuses(*, now=None) -> dict[str, TeamStanding]:
-    """Per team name. Usage, borrowed and lent are what runs now (the engine settles a snapshot of only the
-    running jobs, so it decides nothing new); fair share and pending take the queued demand into account."""
+    """Per team name. Usage, borrowed and lent are what runs now (the engine settles the snapshot's running
+    jobs alone, so it decides nothing new); fair share and pending take the queued demand into account.
+    One snapshot serves both views."""
     now = now or timezone.now()
-    running = engine.decide(build_snapshot(now=now, include_queued=False)).teams
-    demand = engine.decide(build_snapshot(now=now)).teams
-    pending = dict(
-        Job.objects.filter(state__in=QUEUED_STATES).values_list("team__name").annotate(n=Count("id")).order_by()
-    )
+    snapshot = build_snapshot(now=now)
+    running_only = replace(snapshot, workloads=[w for w in snapshot.workloads if w.running_on])
+    running = engine.decide(running_only).teams
+    demand = engine.decide(snapshot).teams
+    pending = Counter(w.team for w in snapshot.workloads if not w.running_on)
     out = {}
     for name, status in running.items():
         wanted = demand.get(name, status)
@@ -40,7 +40,7 @@ def team_statuses(*, now=None) -> dict[str, TeamStanding]:
             borrowed=status.borrowed,
             lent=status.lent,
             fair_share=wanted.fair_share,
-            pending=pending.get(name, 0),
+            pending=pending[name],
         )
     return out
 

@@ -26,9 +26,9 @@ def _more_teams(n, p5):
         ComputeAllocation.objects.create(team=team, instance_type=p5, accelerators=1)
 
 
-# Session, user, nav, teams with member counts and allocations (3), then team_statuses(): two engine
-# snapshots of the whole cluster and the pending counts. The same for 2 teams and for 10.
-TEAM_LIST_QUERIES = 20
+# Session, user, nav, teams with member counts and allocations (3), then team_statuses(): one engine
+# snapshot of the whole cluster, which also gives the pending counts. The same for 2 teams and for 10.
+TEAM_LIST_QUERIES = 13
 
 
 @pytest.mark.parametrize("extra", [0, 8])

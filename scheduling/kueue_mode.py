@@ -37,8 +37,9 @@ def kueue_pass(*, backend, now=None) -> dict:
     with transaction.atomic():
         for job in jobs:
             obs = observations.get(job.pk)
-            if obs is not None:
-                counts[_apply(job, obs.state, obs.at, obs.reason)] += 1
+            outcome = _apply(job, obs.state, obs.at, obs.reason) if obs is not None else None
+            if outcome is not None:
+                counts[outcome] += 1
         _copy_kueue_reasons()
         counts["preempted"] += _requeue_evicted(now)
     return counts
@@ -58,7 +59,7 @@ def _submit_new(backend) -> int:
     return submitted
 
 
-def _apply(job: Job, state: str, at, reason: str) -> str:
+def _apply(job: Job, state: str, at, reason: str) -> str | None:
     at = max(at, job.submitted_at)  # Kubernetes times have whole seconds: never before the submission
     if state == JobState.RUNNING and job.state in QUEUED_STATES:
         Job.objects.filter(pk=job.pk, state=job.state).update(
@@ -76,7 +77,7 @@ def _apply(job: Job, state: str, at, reason: str) -> str:
         Job.objects.filter(pk=job.pk, state=job.state).update(state=state, finished_at=at, reason=words)
         JobEvent.objects.create(job=job, at=at, from_state=job.state, to_state=state, reason=words)
         return "finished"
-    return "submitted"  # nothing new for the portal (counted nowhere meaningful)
+    return None  # nothing new for the portal
 
 
 def _requeue_evicted(now) -> int:

@@ -209,28 +209,36 @@ class Applied:
         self.admitted: list[int] = []
         self.preempted: list[int] = []
         self.pending = 0
+        self.events: list[JobEvent] = []
 
 
 def apply_decisions(decisions: engine.Decisions, jobs: list[JobRow], *, now) -> Applied:
     """Write the engine's decisions: preemptions first (they make the room), then admissions, then reasons.
 
-    Must run inside the run's transaction. Each state change is conditional on the state read, and each
-    comes with its event.
+    Must run inside the run's transaction. Each state change is conditional on the state read: the rows are
+    locked (SELECT ... FOR UPDATE) in the state the run expects, and only those are written, in one batched
+    UPDATE per kind of change; each change comes with its event, all events in one INSERT.
     """
     by_name = {str(job.pk): job for job in jobs}
     applied = Applied()
     events: list[JobEvent] = []
-    for preemption in decisions.preemptions:
-        if _preempt(by_name[preemption.workload], by_name.get(preemption.by), preemption.reason, now, events):
-            applied.preempted.append(int(preemption.workload))
-    type_ids = dict(InstanceType.objects.values_list("name", "pk")) if decisions.admissions else {}
-    for admission in decisions.admissions:
-        if _admit(by_name[admission.workload], admission, type_ids, now, events):
-            applied.admitted.append(int(admission.workload))
-    JobEvent.objects.bulk_create(events)
+    if decisions.preemptions:
+        applied.preempted = _preempt_all(decisions.preemptions, by_name, now, events)
+    if decisions.admissions:
+        type_ids = dict(InstanceType.objects.values_list("name", "pk"))
+        applied.admitted = _admit_all(decisions.admissions, by_name, type_ids, now, events)
+    applied.events = JobEvent.objects.bulk_create(events)
     _update_reasons(decisions.reasons, by_name, skip=set(applied.preempted))
     applied.pending = len(decisions.reasons)
     return applied
+
+
+def _locked(ids, states) -> set[int]:
+    """Of `ids`, those still in one of `states`, locked for this transaction so they stay there."""
+    if not ids:
+        return set()
+    rows = Job.objects.select_for_update().filter(pk__in=ids, state__in=states).order_by("pk")
+    return set(rows.values_list("pk", flat=True))
 
 
 def preemption_reason(victim, preemptor, why: str) -> str:
@@ -239,30 +247,43 @@ def preemption_reason(victim, preemptor, why: str) -> str:
     return f"preempted by job #{preemptor.pk} {preemptor.name} of {preemptor.team_name} {PREEMPTION_WHY.get(why, why)}"
 
 
-def _preempt(victim: JobRow, preemptor: JobRow | None, why: str, now, events: list[JobEvent]) -> bool:
-    reason = preemption_reason(victim, preemptor, why)
-    requeued = f"back in the queue after being preempted by job #{preemptor.pk}" if preemptor else "back in the queue"
-    changed = Job.objects.filter(pk=victim.pk, state__in=ACTIVE_STATES).update(
-        state=JobState.PENDING,
-        reason=requeued,
-        preemption_count=F("preemption_count") + 1,
-        admitted_at=None,
-        started_at=None,
-        assigned_instance_type=None,
-        placement=None,
-        borrowed=False,
-        backend_stop_pending=True,
-    )
-    if not changed:
-        return False
-    events.append(
-        JobEvent(job_id=victim.pk, at=now, from_state=victim.state, to_state=JobState.PREEMPTED, reason=reason)
-    )
-    victim.state = JobState.PENDING  # the engine may admit it again in the same round (moved elsewhere)
-    events.append(
-        JobEvent(job_id=victim.pk, at=now, from_state=JobState.PREEMPTED, to_state=JobState.PENDING, reason=requeued)
-    )
-    return True
+def _preempt_all(preemptions, by_name, now, events: list[JobEvent]) -> list[int]:
+    still_active = _locked([int(p.workload) for p in preemptions], ACTIVE_STATES)
+    requeued_ids: dict[str, list[int]] = defaultdict(list)
+    done = []
+    for preemption in preemptions:
+        victim, preemptor = by_name[preemption.workload], by_name.get(preemption.by)
+        if victim.pk not in still_active:
+            continue
+        reason = preemption_reason(victim, preemptor, preemption.reason)
+        requeued = (
+            f"back in the queue after being preempted by job #{preemptor.pk}" if preemptor else "back in the queue"
+        )
+        requeued_ids[requeued].append(victim.pk)
+        events.append(
+            JobEvent(job_id=victim.pk, at=now, from_state=victim.state, to_state=JobState.PREEMPTED, reason=reason)
+        )
+        events.append(
+            JobEvent(
+                job_id=victim.pk, at=now, from_state=JobState.PREEMPTED, to_state=JobState.PENDING, reason=requeued
+            )
+        )
+        victim.state = JobState.PENDING  # the engine may admit it again in the same round (moved elsewhere)
+        victim.reason = requeued
+        done.append(victim.pk)
+    for requeued, ids in requeued_ids.items():
+        Job.objects.filter(pk__in=ids).update(
+            state=JobState.PENDING,
+            reason=requeued,
+            preemption_count=F("preemption_count") + 1,
+            admitted_at=None,
+            started_at=None,
+            assigned_instance_type=None,
+            placement=None,
+            borrowed=False,
+            backend_stop_pending=True,
+        )
+    return done
 
 
 def admission_reason(admission: engine.Admission) -> str:
@@ -273,19 +294,33 @@ def admission_reason(admission: engine.Admission) -> str:
     return where + (" on quota borrowed from its cohort" if admission.borrowed else " within its team's quota")
 
 
-def _admit(job: JobRow, admission: engine.Admission, type_ids: dict, now, events: list[JobEvent]) -> bool:
-    reason = admission_reason(admission)
-    changed = Job.objects.filter(pk=job.pk, state__in=QUEUED_STATES).update(
-        state=JobState.ADMITTED,
-        reason=reason,
-        admitted_at=now,
-        assigned_instance_type=type_ids.get(admission.instance_type),
-        placement=admission.nodes,
-        borrowed=admission.borrowed,
-    )
-    if changed:
+ADMIT_FIELDS = ["state", "reason", "admitted_at", "assigned_instance_type", "placement", "borrowed"]
+
+
+def _admit_all(admissions, by_name, type_ids: dict, now, events: list[JobEvent]) -> list[int]:
+    still_queued = _locked([int(a.workload) for a in admissions], QUEUED_STATES)
+    updates, done = [], []
+    for admission in admissions:
+        job = by_name[admission.workload]
+        if job.pk not in still_queued:
+            continue
+        reason = admission_reason(admission)
+        updates.append(
+            Job(
+                pk=job.pk,
+                state=JobState.ADMITTED,
+                reason=reason,
+                admitted_at=now,
+                assigned_instance_type_id=type_ids.get(admission.instance_type),
+                placement=admission.nodes,
+                borrowed=admission.borrowed,
+            )
+        )
         events.append(JobEvent(job_id=job.pk, at=now, from_state=job.state, to_state=JobState.ADMITTED, reason=reason))
-    return bool(changed)
+        job.state, job.reason = JobState.ADMITTED, reason
+        done.append(job.pk)
+    Job.objects.bulk_update(updates, ADMIT_FIELDS, batch_size=500)
+    return done
 
 
 def _update_reasons(reasons: dict[str, str], by_name: dict[str, JobRow], *, skip: set[int]) -> None:
@@ -295,6 +330,7 @@ def _update_reasons(reasons: dict[str, str], by_name: dict[str, JobRow], *, skip
         job = by_name.get(name)
         if job is not None and job.pk not in skip and job.state in QUEUED_STATES and job.reason != reason:
             changed[reason].append(job.pk)
+            job.reason = reason
     for reason, ids in changed.items():
         Job.objects.filter(pk__in=ids, state__in=QUEUED_STATES).update(reason=reason)
 
@@ -340,30 +376,46 @@ def stop_claimed(job: Job, *, backend, reason: str, preempted: bool) -> None:
 
 
 def start_on_cluster(jobs: list[Job], *, backend) -> None:
+    """Start admitted jobs: claim them all in one UPDATE, start each, record their names in one more."""
+    claim = f"{STARTING}{time.time():.0f}"
+    with transaction.atomic():
+        claimable = Job.objects.select_for_update(skip_locked=True).filter(
+            pk__in=[job.pk for job in jobs], state=JobState.ADMITTED, backend_stop_pending=False
+        )
+        # each job is claimable only in the backend_ref it was read with (another process may have claimed it)
+        expected = {job.pk: job.backend_ref for job in jobs}
+        ids = [pk for pk, ref in claimable.values_list("pk", "backend_ref") if ref == expected[pk]]
+        Job.objects.filter(pk__in=ids).update(backend_ref=claim)
+    claimed = set(ids)
     started, unreachable = [], []
     for job in jobs:
-        claim = f"{STARTING}{time.time():.0f}"
-        if not Job.objects.filter(pk=job.pk, state=JobState.ADMITTED, backend_ref=job.backend_ref).update(
-            backend_ref=claim
-        ):
+        if job.pk not in claimed:
             continue  # another process claimed it, or it is no longer admitted
         try:
-            ref = backend.start(job, instance_type=job.assigned_instance_type.name, nodes=job.placement)
+            job.backend_ref = backend.start(job, instance_type=job.assigned_instance_type.name, nodes=job.placement)
         except ClusterUnreachable:
             unreachable.append(job.pk)
-            Job.objects.filter(pk=job.pk, backend_ref=claim).update(backend_ref="")
             continue
-        if Job.objects.filter(pk=job.pk, state=JobState.ADMITTED, backend_ref=claim).update(backend_ref=ref):
-            job.backend_ref = ref
-            started.append(job)
-        else:  # preempted or cancelled while it was being started: take it off the cluster again
-            job.backend_ref = ref
+        started.append(job)
+    if unreachable:
+        Job.objects.filter(pk__in=unreachable, backend_ref=claim).update(backend_ref="")
+        Job.objects.filter(pk__in=unreachable, state=JobState.ADMITTED).update(reason=UNREACHABLE)
+    if not started:
+        return
+    with transaction.atomic():
+        still = set(
+            Job.objects.select_for_update()
+            .filter(pk__in=[job.pk for job in started], state=JobState.ADMITTED, backend_ref=claim)
+            .values_list("pk", flat=True)
+        )
+        Job.objects.bulk_update([job for job in started if job.pk in still], ["backend_ref"], batch_size=500)
+    for job in started:
+        if job.pk not in still:  # preempted or cancelled while it was being started: take it off again
             try:
                 backend.stop(job, reason="no longer admitted", preempted=False)
             except ClusterUnreachable:
                 log.warning("cluster unreachable: job #%s may run without admission until the next pass", job.pk)
-    if unreachable:
-        Job.objects.filter(pk__in=unreachable, state=JobState.ADMITTED).update(reason=UNREACHABLE)
+    started = [job for job in started if job.pk in still]
     if started:
         cluster_sync(jobs=started, backend=backend)
 
@@ -409,27 +461,40 @@ def cluster_sync(*, jobs=None, backend=None) -> int:
 
 
 def _apply_observations(jobs, observations) -> int:
+    """Write what the cluster reported: each change conditional on the state it leaves (rows locked first),
+    batched into one UPDATE per kind (started, ended) and one INSERT of events."""
     by_id = {job.pk: job for job in jobs}
-    finished = 0
-    events = []
-    for obs in sorted(observations, key=lambda o: o.job_id):
-        job = by_id.get(obs.job_id)
-        if job is None or obs.state == job.state:
+    relevant = [o for o in sorted(observations, key=lambda o: o.job_id) if o.job_id in by_id]
+    relevant = [o for o in relevant if o.state != by_id[o.job_id].state]
+    if not relevant:
+        return 0
+    current = dict(
+        Job.objects.select_for_update()
+        .filter(pk__in=[o.job_id for o in relevant], state__in=ACTIVE_STATES)
+        .order_by("pk")
+        .values_list("pk", "state")
+    )
+    started, ended, events = [], [], []
+    for obs in relevant:
+        job = by_id[obs.job_id]
+        state_now = current.get(obs.job_id)
+        allowed = (JobState.ADMITTED,) if obs.state == JobState.RUNNING else ACTIVE_STATES
+        if state_now not in allowed:
             continue
-        fields = {"state": obs.state, "reason": obs.reason or _observed_reason(obs.state)}
-        allowed = [JobState.ADMITTED] if obs.state == JobState.RUNNING else list(ACTIVE_STATES)
+        reason = obs.reason or _observed_reason(obs.state)
+        row = Job(pk=job.pk, state=obs.state, reason=reason)
         if obs.state == JobState.RUNNING:
-            fields["started_at"] = obs.at
+            row.started_at = obs.at
+            started.append(row)
         else:
-            fields["finished_at"] = obs.at
-            fields["backend_ref"] = ""
-        if Job.objects.filter(pk=job.pk, state__in=allowed).update(**fields):
-            events.append(
-                JobEvent(job=job, at=obs.at, from_state=job.state, to_state=obs.state, reason=fields["reason"])
-            )
-            finished += obs.state != JobState.RUNNING
+            row.finished_at, row.backend_ref = obs.at, ""
+            ended.append(row)
+        events.append(JobEvent(job_id=job.pk, at=obs.at, from_state=state_now, to_state=obs.state, reason=reason))
+        job.state = obs.state
+    Job.objects.bulk_update(started, ["state", "reason", "started_at"], batch_size=500)
+    Job.objects.bulk_update(ended, ["state", "reason", "finished_at", "backend_ref"], batch_size=500)
     JobEvent.objects.bulk_create(events)
-    return finished
+    return len(ended)
 
 
 def _observed_reason(state: str) -> str:

@@ -129,20 +129,18 @@ def test_a_run_killed_midway_applies_nothing_and_the_next_run_finishes(scientist
     jobs = [submit(scientist, team_a, name=f"j{i}", accelerators=2) for i in range(4)]
     import scheduling.loop as loop
 
-    real_admit, calls = loop._admit, []
+    real_reasons = loop._update_reasons
 
-    def dies_on_the_third(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise RuntimeError("worker killed")
-        return real_admit(*args, **kwargs)
+    def dies_after_the_admissions_are_written(*args, **kwargs):
+        assert Job.objects.filter(state=JobState.ADMITTED).count() == 4  # written, not yet committed
+        raise RuntimeError("worker killed")
 
-    monkeypatch.setattr(loop, "_admit", dies_on_the_third)
+    monkeypatch.setattr(loop, "_update_reasons", dies_after_the_admissions_are_written)
     run = admission_run()
     assert "worker killed" in run.error and run.admitted == 0
     assert states(*jobs) == [JobState.PENDING] * 4
     assert all(j.events.count() == 1 for j in jobs)
-    monkeypatch.setattr(loop, "_admit", real_admit)
+    monkeypatch.setattr(loop, "_update_reasons", real_reasons)
     admission_run()
     assert states(*jobs) == [JobState.RUNNING] * 4
 

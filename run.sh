@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install and start the whole portal with demo data: web server, Celery worker, Celery beat and a broker.
+# Install and start the whole portal with demo data: web server, Celery worker, Celery beat, the admission
+# scheduler and a broker.
 # Needs only Python 3.11+. Ctrl-C stops everything. Settings come from the environment (see README).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -53,12 +54,16 @@ pids+=($!)
 pids+=($!)
 .venv/bin/celery -A portal beat -l info --schedule var/celerybeat-schedule >var/log/beat.log 2>&1 &
 pids+=($!)
+if [ "${ADMISSION_SCHEDULER:-process}" = process ]; then  # the warm admission scheduler (scheduling/warm.py)
+  .venv/bin/python manage.py scheduler >var/log/scheduler.log 2>&1 &
+  pids+=($!)
+fi
 
 sleep 2
 cat <<MSG
 
   GPU quota portal is running at http://127.0.0.1:$PORT/
-  Broker: $broker.  Logs: var/log/.  Ctrl-C stops web, worker and beat.
+  Broker: $broker.  Logs: var/log/.  Ctrl-C stops web, worker, beat and scheduler.
 
   Demo logins (password demo-portal-2026):
     admin    admin: cluster, teams, allocations, policy

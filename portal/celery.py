@@ -64,6 +64,8 @@ def _beat_schedule(sender, **kwargs):
         "inventory-sync": ("scheduling.kube.tasks.inventory_sync", 300.0),
         "kueue-status": ("scheduling.kube.tasks.workload_status_sync", 15.0),
     }
+    if settings.ADMISSION_SCHEDULER == "process":
+        del schedule["admission-loop"]  # the scheduler process runs its own passes (manage.py scheduler)
     sender.conf.beat_schedule = {
         name: {"task": task, "schedule": seconds} for name, (task, seconds) in schedule.items() if task in sender.tasks
     }

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -207,6 +208,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # The admission loop and its cluster.
 CLUSTER_BACKEND = env.str("CLUSTER_BACKEND", default="simulated")  # "simulated" | "kubernetes"
 ADMISSION_INTERVAL = timedelta(seconds=env.float("ADMISSION_INTERVAL_SECONDS", default=5))
+# "process": `manage.py scheduler` keeps the engine warm and admits (scheduling/warm.py); "celery": every
+# request queues a cold run on the Celery workers, and beat runs one every ADMISSION_INTERVAL_SECONDS.
+ADMISSION_SCHEDULER = env.str("ADMISSION_SCHEDULER", default="process")
+if ADMISSION_SCHEDULER not in ("process", "celery"):
+    raise ImproperlyConfigured(f"ADMISSION_SCHEDULER must be 'process' or 'celery', not {ADMISSION_SCHEDULER!r}")
 SIMULATED_TIME_SCALE = env.float("SIMULATED_TIME_SCALE", default=1.0)
 SIMULATED_FAILURE_RATE = env.float("SIMULATED_FAILURE_RATE", default=0.03)
 DEMO_TRAFFIC = env.bool("DEMO_TRAFFIC", default=False)

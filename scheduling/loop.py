@@ -47,8 +47,48 @@ def admission_request(trigger: str) -> None:
 
     Called after every submit, finish, cancel and allocation change. Requests that arrive while one is
     already queued are folded into it (a Redis flag), so a burst of submits costs one run, not hundreds.
+    With ADMISSION_SCHEDULER = "process" the request wakes the scheduler process (`manage.py scheduler`,
+    scheduling/warm.py) instead of queueing a Celery task; without Redis that process polls.
     """
-    transaction.on_commit(lambda: _enqueue(trigger))
+    if settings.ADMISSION_SCHEDULER == "process" and not settings.CELERY_TASK_ALWAYS_EAGER:
+        transaction.on_commit(lambda: wake_scheduler(trigger))
+    else:
+        transaction.on_commit(lambda: _enqueue(trigger))
+
+
+WAKE_LIST = "portal:scheduler:wake"
+WAKE_FLAG = "portal:scheduler:woken"
+
+
+def wake_scheduler(trigger: str) -> None:
+    """Wake the scheduler process. Submits fold into one pending wake-up; a configuration change always gets
+    its own (it makes the scheduler re-read everything)."""
+    client = _redis_client()
+    if client is None:
+        return  # the scheduler polls
+    try:
+        if trigger.startswith("config") or client.set(WAKE_FLAG, 1, nx=True, ex=30):
+            client.lpush(WAKE_LIST, trigger)
+    except Exception:
+        log.warning("could not wake the scheduler (%s); it polls every second", trigger)
+
+
+def wait_for_wake(timeout: float) -> list[str]:
+    """The scheduler's side: block until woken (or `timeout`), then take every trigger waiting."""
+    client = _redis_client()
+    if client is None:
+        time.sleep(min(timeout, POLL_WITHOUT_REDIS_S))
+        return []
+    got = client.blpop([WAKE_LIST], timeout=timeout)
+    if got is None:
+        return []
+    with client.pipeline() as pipe:  # MULTI: the flag goes with the list, so a later request wakes again
+        pipe.delete(WAKE_FLAG).lrange(WAKE_LIST, 0, -1).delete(WAKE_LIST)
+        _, rest, _ = pipe.execute()
+    return [got[1].decode(), *(t.decode() for t in rest)]
+
+
+POLL_WITHOUT_REDIS_S = 0.5
 
 
 def _enqueue(trigger: str, countdown: float | None = None) -> None:
@@ -212,14 +252,14 @@ class Applied:
         self.events: list[JobEvent] = []
 
 
-def apply_decisions(decisions: engine.Decisions, jobs: list[JobRow], *, now) -> Applied:
+def apply_decisions(decisions: engine.Decisions, jobs: list[JobRow] | dict[str, JobRow], *, now) -> Applied:
     """Write the engine's decisions: preemptions first (they make the room), then admissions, then reasons.
 
     Must run inside the run's transaction. Each state change is conditional on the state read: the rows are
     locked (SELECT ... FOR UPDATE) in the state the run expects, and only those are written, in one batched
     UPDATE per kind of change; each change comes with its event, all events in one INSERT.
     """
-    by_name = {str(job.pk): job for job in jobs}
+    by_name = jobs if isinstance(jobs, dict) else {str(job.pk): job for job in jobs}
     applied = Applied()
     events: list[JobEvent] = []
     if decisions.preemptions:

@@ -124,25 +124,27 @@ class JobRow:
     team_name: str = ""
 
 
-def load_rows(states) -> list[JobRow]:
-    teams = dict(Team.objects.values_list("pk", "name"))
-    rows = [
-        JobRow(*values)
-        for values in Job.objects.filter(state__in=states).order_by("submitted_at", "pk").values_list(*ROW_FIELDS)
-    ]
+def load_rows(states=None, *, ids=None, teams: dict[int, str] | None = None) -> list[JobRow]:
+    """Jobs in `states` (or with primary keys `ids`) as JobRows, in queue order (submitted_at, pk)."""
+    teams = teams if teams is not None else dict(Team.objects.values_list("pk", "name"))
+    jobs = Job.objects.filter(state__in=states) if ids is None else Job.objects.filter(pk__in=ids)
+    rows = [JobRow(*values) for values in jobs.order_by("submitted_at", "pk").values_list(*ROW_FIELDS)]
     for row in rows:
-        row.team_name = teams[row.team_id]
+        row.team_name = teams.get(row.team_id, "")
     return rows
 
 
-def snapshot_from_rows(rows: list[JobRow], *, now: datetime) -> engine.Snapshot:
-    """The same snapshot as build_snapshot() from JobRows (same rules as job_workload, without the ORM objects)."""
-    lowest = lowest_priority()
-    types = {it.pk: it for it in InstanceType.objects.all()}
-    weights = dict(PriorityClass.objects.values_list("pk", "weight"))
-    workloads = []
-    for row in rows:
-        requested = types.get(row.instance_type_id)
+class RowLookups:
+    """What turning a JobRow into an engine Workload needs from the configuration, read once."""
+
+    def __init__(self):
+        self.lowest = lowest_priority()
+        self.types = {it.pk: it for it in InstanceType.objects.all()}
+        self.weights = dict(PriorityClass.objects.values_list("pk", "weight"))
+
+    def workload(self, row: JobRow) -> engine.Workload:
+        """The same rules as job_workload(), from a JobRow."""
+        requested = self.types.get(row.instance_type_id)
         key = (requested.accelerator_key if requested else "gpu") or "gpu"
         requests = {}
         if row.accelerators:
@@ -152,25 +154,28 @@ def snapshot_from_rows(rows: list[JobRow], *, now: datetime) -> engine.Snapshot:
         if row.memory_gib:
             requests["memory"] = row.memory_gib
         active = row.state in ACTIVE_STATES
-        assigned = types.get(row.assigned_instance_type_id)
-        workloads.append(
-            engine.Workload(
-                name=str(row.pk),
-                team=row.team_name,
-                requests=requests,
-                pods=row.pods,
-                priority=weights.get(row.priority_class_id, lowest),
-                submit=row.submitted_at.timestamp(),
-                instance_type=requested.name if requested else None,
-                running_on=assigned.name if active and assigned else None,
-                nodes=list(row.placement) if active and row.placement else None,
-                admitted_at=row.admitted_at.timestamp() if active and row.admitted_at else None,
-            )
+        assigned = self.types.get(row.assigned_instance_type_id)
+        return engine.Workload(
+            name=str(row.pk),
+            team=row.team_name,
+            requests=requests,
+            pods=row.pods,
+            priority=self.weights.get(row.priority_class_id, self.lowest),
+            submit=row.submitted_at.timestamp(),
+            instance_type=requested.name if requested else None,
+            running_on=assigned.name if active and assigned else None,
+            nodes=list(row.placement) if active and row.placement else None,
+            admitted_at=row.admitted_at.timestamp() if active and row.admitted_at else None,
         )
+
+
+def snapshot_from_rows(rows: list[JobRow], *, now: datetime, lookups: RowLookups | None = None) -> engine.Snapshot:
+    """The same snapshot as build_snapshot() from JobRows (same rules as job_workload, without the ORM objects)."""
+    lookups = lookups or RowLookups()
     return engine.Snapshot(
         instance_types=engine_instance_types(),
         teams=engine_teams(),
-        workloads=workloads,
+        workloads=[lookups.workload(row) for row in rows],
         policy=engine_policy(),
         now=now.timestamp(),
     )

@@ -1,0 +1,89 @@
+"""manage.py scheduler: the admission loop as a long-lived process that keeps the engine warm.
+
+Run one or more (on any hosts sharing the database): one leads and admits, the others wait and take over
+within a second or two when it dies. SIGTERM / Ctrl-C stops it after the current pass.
+"""
+
+import logging
+import os
+import signal
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+from scheduling.loop import wait_for_wake
+from scheduling.warm import Leadership, WarmScheduler
+
+log = logging.getLogger("scheduling.scheduler")
+
+STANDBY_RETRY_S = 1.0  # how often a standby tries to take over
+LEADERSHIP_CHECK_S = 5.0  # how often the leader checks that its lock's connection is still alive
+
+
+class Command(BaseCommand):
+    help = "Run the warm admission scheduler (one leader at a time; others stand by)."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--min-gap", type=float, default=0.05, help="seconds between the starts of two passes (batches events)"
+        )
+        parser.add_argument("--idle", type=float, default=1.0, help="seconds between passes when nothing happens")
+        parser.add_argument("--passes", type=int, default=0, help="stop after this many passes (0: run until told)")
+
+    def handle(self, *args, min_gap: float, idle: float, passes: int, **options):
+        if settings.ADMISSION_SCHEDULER != "process":
+            self.stderr.write("ADMISSION_SCHEDULER is 'celery': the Celery workers admit; not starting")
+            return
+        self.stopping = False
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        leadership, scheduler = Leadership(), WarmScheduler()
+        done, last_check, last_start, standing_by = 0, time.monotonic(), 0.0, False
+        try:
+            while not self.stopping and (not passes or done < passes):
+                if not leadership.held:
+                    if not self._take(leadership):
+                        if not standing_by:
+                            log.warning("scheduler: another scheduler leads; standing by (pid %s)", os.getpid())
+                        standing_by = True
+                        time.sleep(STANDBY_RETRY_S)
+                        continue
+                    scheduler.drop("takeover" if standing_by else "start")
+                    last_check = time.monotonic()
+                gap = min_gap - (time.monotonic() - last_start)
+                if gap > 0:
+                    time.sleep(gap)  # let a burst of submits gather into one pass
+                triggers = wait_for_wake(idle)
+                if any(t.startswith("config") for t in triggers):
+                    scheduler.drop("configuration changed")
+                last_start = time.monotonic()
+                try:
+                    scheduler.run_pass(trigger=triggers[0] if triggers else "idle")
+                except Exception:
+                    log.exception("scheduler pass failed; the next pass re-reads the whole state")
+                    time.sleep(0.5)
+                done += 1
+                if time.monotonic() - last_check > LEADERSHIP_CHECK_S:
+                    last_check = time.monotonic()
+                    if not leadership.still_held():
+                        log.warning("scheduler: lost leadership (database connection lost); standing by")
+                        scheduler.drop("lost leadership")
+                        connection.close()
+        finally:
+            leadership.release()
+
+    def _take(self, leadership: Leadership) -> bool:
+        try:
+            taken = leadership.try_take()
+        except Exception:
+            log.warning("scheduler: database unreachable; retrying")
+            connection.close()
+            return False
+        if taken:
+            log.warning("scheduler: leading (pid %s)", os.getpid())
+        return taken
+
+    def _stop(self, *args):
+        self.stopping = True

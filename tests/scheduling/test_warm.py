@@ -1,0 +1,138 @@
+"""The warm scheduler: passes fed by events decide as a cold run would, and lose nothing when they fail."""
+
+import random
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from quotas.models import ComputeAllocation
+from scheduling.models import ACTIVE_STATES, AdmissionRun, Job, JobState
+from scheduling.services import job_cancel
+from scheduling.warm import WarmScheduler, WarmState
+
+pytestmark = pytest.mark.django_db
+
+
+def state_of(job):
+    return Job.objects.get(pk=job.pk).state
+
+
+def assert_in_step(scheduler: WarmScheduler):
+    """The warm state equals a state read fresh from the database."""
+    fresh = WarmState.load(timezone.now())
+    assert scheduler.state.compare(fresh) == 0
+    assert set(scheduler.state.rows) == set(fresh.rows)
+
+
+def test_a_warm_pass_admits_explains_and_follows_submits(scientist, team_a, submit):
+    scheduler = WarmScheduler()
+    first = submit(scientist, team_a, name="first", accelerators=8)
+    result = scheduler.run_pass()
+    assert result.rebuilt == "start" and result.admitted == 1
+    assert state_of(first) == JobState.RUNNING  # started on the simulated cluster after the pass
+    big = submit(scientist, team_a, name="big", accelerators=8, pods=2)
+    result = scheduler.run_pass()
+    assert result.rebuilt == "" and result.changed_jobs >= 1 and result.admitted == 0
+    big.refresh_from_db()
+    assert big.state == JobState.PENDING and "waiting for the scheduler" not in big.reason
+    assert_in_step(scheduler)
+
+
+def test_finishes_and_cancels_free_room_without_a_reload(scientist, team_a, submit, settings):
+    settings.SIMULATED_FAILURE_RATE = 0.0
+    scheduler = WarmScheduler()
+    running = submit(scientist, team_a, name="running", accelerators=8, pods=2, expected_duration_s=10)
+    scheduler.run_pass()
+    queued = [submit(scientist, team_a, name=f"q{i}", accelerators=8, pods=2) for i in range(2)]
+    scheduler.run_pass()
+    assert [state_of(j) for j in queued] == [JobState.PENDING] * 2
+    job_cancel(user=scientist, pk=queued[0].pk)  # a pending job leaves the queue
+    Job.objects.filter(pk=running.pk).update(started_at=timezone.now() - timedelta(seconds=60))
+    scheduler.last_observed = 0  # the pass asks the cluster, which reports the finish
+    result = scheduler.run_pass()
+    assert result.rebuilt == "" and result.admitted == 1
+    assert state_of(running) == JobState.SUCCEEDED
+    assert state_of(queued[1]) == JobState.RUNNING
+    assert_in_step(scheduler)
+
+
+def test_a_configuration_change_rereads_everything(scientist, admin_user, team_a, submit, p5):
+    from quotas.services import allocations_update
+
+    team_a.sharing = "DontLend"  # no borrowing: 16 GPUs wait for quota
+    team_a.save()
+    ComputeAllocation.objects.filter(team=team_a).update(accelerators=8)
+    scheduler = WarmScheduler()
+    job = submit(scientist, team_a, name="big", accelerators=8, pods=2)
+    scheduler.run_pass()
+    assert state_of(job) == JobState.PENDING
+    allocations_update(team=team_a, allocations={"ml.p5.48xlarge": {"accelerators": 16}}, user=admin_user)
+    scheduler.last_fingerprint = 0  # (a real change also wakes the scheduler with a "config" trigger)
+    result = scheduler.run_pass()
+    assert result.rebuilt == "configuration changed"
+    assert state_of(job) == JobState.RUNNING
+    assert_in_step(scheduler)
+
+
+def test_a_pass_killed_midway_applies_nothing_and_the_next_pass_finishes(scientist, team_a, submit, monkeypatch):
+    import scheduling.loop as loop
+
+    scheduler = WarmScheduler()
+    scheduler.run_pass()
+    jobs = [submit(scientist, team_a, name=f"j{i}", accelerators=2) for i in range(4)]
+    real = loop._update_reasons
+
+    def killed(*args, **kwargs):
+        assert Job.objects.filter(state=JobState.ADMITTED).count() == 4  # written, not committed
+        raise RuntimeError("scheduler killed")
+
+    monkeypatch.setattr(loop, "_update_reasons", killed)
+    with pytest.raises(RuntimeError):
+        scheduler.run_pass()
+    assert [state_of(j) for j in jobs] == [JobState.PENDING] * 4
+    assert scheduler.state is None and "scheduler killed" in AdmissionRun.objects.latest("pk").error
+    monkeypatch.setattr(loop, "_update_reasons", real)
+    result = scheduler.run_pass()
+    assert result.rebuilt.startswith("after a failed pass") and result.admitted == 4
+    assert [state_of(j) for j in jobs] == [JobState.RUNNING] * 4
+
+
+def test_a_cold_run_behind_its_back_is_followed(scientist, other_scientist, team_a, team_b, submit):
+    from scheduling.loop import admission_run
+
+    scheduler = WarmScheduler()
+    borrower = submit(scientist, team_a, name="borrower", accelerators=8, pods=2)
+    scheduler.run_pass()
+    assert state_of(borrower) == JobState.RUNNING
+    owner = submit(other_scientist, team_b, name="owner", accelerators=4)
+    admission_run(trigger="cold")  # preempts the borrower and admits the owner
+    assert state_of(owner) == JobState.RUNNING and state_of(borrower) == JobState.PENDING
+    result = scheduler.run_pass()
+    assert result.rebuilt == ""
+    assert_in_step(scheduler)
+
+
+def test_random_traffic_keeps_the_warm_state_equal_to_a_fresh_one(
+    scientist, other_scientist, team_a, team_b, submit, priorities, settings
+):
+    settings.SIMULATED_FAILURE_RATE = 0.2
+    rng = random.Random(11)
+    scheduler = WarmScheduler()
+    for round_ in range(8):
+        for i in range(5):
+            user, team = rng.choice([(scientist, team_a), (other_scientist, team_b)])
+            size, priority = rng.choice([1, 2, 4, 8]), rng.choice(["high", "low", None])
+            submit(user, team, name=f"r{round_}-{i}", accelerators=size, priority_class=priority,
+                   expected_duration_s=rng.choice([5, 50]))  # fmt: skip
+        pending = list(Job.objects.filter(state=JobState.PENDING))
+        for job in rng.sample(pending, k=min(2, len(pending))):
+            job_cancel(user=scientist if job.team_id == team_a.pk else other_scientist, pk=job.pk)
+        Job.objects.filter(state=JobState.RUNNING, expected_duration_s=5).update(
+            started_at=timezone.now() - timedelta(seconds=30)
+        )
+        scheduler.last_observed = 0
+        scheduler.run_pass()
+        assert_in_step(scheduler)
+    assert Job.objects.filter(state__in=ACTIVE_STATES).exists()
+    assert Job.objects.filter(state=JobState.SUCCEEDED).exists() and Job.objects.filter(state=JobState.FAILED).exists()

@@ -31,6 +31,16 @@ def cluster_tick() -> dict:
     return {"finished": finished}
 
 
+@shared_task(name="scheduling.tasks.carry_out_tick", ignore_result=True)
+def carry_out_tick() -> dict:
+    """Start and stop on the cluster what the scheduler process decided (off its path: cluster calls are slow)."""
+    from scheduling.loop import carry_out, carry_out_started
+
+    carry_out_started()
+    carry_out()
+    return {}
+
+
 @shared_task(name="scheduling.tasks.demo_traffic_tick", ignore_result=True)
 def demo_traffic_tick() -> dict:
     """Submit the next slice of the replayed Philly trace for the demo scientists (only with DEMO_TRAFFIC)."""

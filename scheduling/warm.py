@@ -34,7 +34,7 @@ from quotas.models import ClusterPolicy, ComputeAllocation, ConfigVersion, Insta
 from scheduling import engine
 from scheduling.engine import warm as engine_warm
 from scheduling.engine.queues import PENDING, RUNNING
-from scheduling.loop import LOCK_KEY, STARTING, _observe, apply_decisions, carry_out
+from scheduling.loop import LOCK_KEY, STARTING, _observe, apply_decisions, request_carry_out
 from scheduling.models import ACTIVE_STATES, FINAL_STATES, QUEUED_STATES, AdmissionRun, JobEvent, JobState
 from scheduling.snapshot import JobRow, RowLookups, load_rows, snapshot_from_rows
 
@@ -282,7 +282,7 @@ class WarmScheduler:
             )
             raise
         if result.admitted or result.preempted or result.rebuilt:
-            carry_out()
+            request_carry_out()
         return result
 
     def _bring_up_to_date(self, now, result: PassResult) -> None:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from scheduling import views
+from scheduling import health, views
 
 app_name = "jobs"
 
@@ -11,4 +11,5 @@ urlpatterns = [
     path("jobs/<int:pk>/status/", views.job_status, name="job-status"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("admission-runs/", views.admission_runs, name="admission-runs"),
+    path("readyz", health.readyz, name="readyz"),
 ]

@@ -34,7 +34,7 @@ from quotas.models import ClusterPolicy, ComputeAllocation, ConfigVersion, Insta
 from scheduling import engine
 from scheduling.engine import warm as engine_warm
 from scheduling.engine.queues import PENDING, RUNNING
-from scheduling.loop import LOCK_KEY, STARTING, _observe, apply_decisions, request_carry_out
+from scheduling.loop import LOCK_KEY, RUN_HISTORY, STARTING, _observe, apply_decisions, request_carry_out
 from scheduling.models import ACTIVE_STATES, FINAL_STATES, QUEUED_STATES, AdmissionRun, JobEvent, JobState
 from scheduling.snapshot import JobRow, RowLookups, load_rows, snapshot_from_rows
 
@@ -305,6 +305,7 @@ class WarmScheduler:
             result.rebuilt = self.reload_reason
             log.info("warm scheduler: state read whole (%s): %d jobs", self.reload_reason, len(self.state.rows))
         elif checking:
+            AdmissionRun.objects.filter(started_at__lt=now - RUN_HISTORY).delete()
             fresh = WarmState.load(now)
             result.drift = state.compare(fresh)
             result.rebuilt = "consistency check"

@@ -45,6 +45,7 @@ CHECK_SECONDS = 60.0  # full re-read and comparison (drift repair)
 HEARTBEAT_SECONDS = 15.0  # an idle scheduler still records a run this often (readiness looks at it)
 OBSERVE_SECONDS = 1.0  # how often a pass also asks the cluster itself
 FINGERPRINT_SECONDS = 1.0  # how often a pass checks the configuration fingerprint (a change also wakes it)
+EXPLAIN_ALL_SECONDS = 5.0  # every pending job's reason is refreshed this often; new ones at once
 IGNORED_EVENTS = (JobState.RUNNING,)  # admitted -> running changes nothing the engine holds
 
 
@@ -101,6 +102,7 @@ class WarmState:
     suspects: set[int] = field(default_factory=set)  # jobs to re-read next pass (a conditional write missed)
     seq: int = 0
     loaded_at: float = field(default_factory=time.monotonic)
+    followed: set[str] = field(default_factory=set)  # jobs re-read this pass (explained at once)
 
     # --- loading -------------------------------------------------------------------------------------------
 
@@ -167,6 +169,7 @@ class WarmState:
         """Bring the engine in line with the rows of `job_ids`, as they are in the database now."""
         ids = job_ids | self.suspects
         self.suspects = set()
+        self.followed = {str(pk) for pk in ids}
         if not ids:
             return 0
         s = self.scheduler
@@ -244,7 +247,7 @@ class WarmScheduler:
         self.check_seconds = check_seconds
         self.heartbeat_seconds = heartbeat_seconds
         self.last_recorded = 0.0
-        self.last_observed = self.last_fingerprint = 0.0
+        self.last_observed = self.last_fingerprint = self.explained_at = 0.0
         self.reload_reason = "start"
 
     def drop(self, reason: str) -> None:
@@ -265,11 +268,19 @@ class WarmScheduler:
                     _observe(now)  # cluster_tick reports ends as they happen; this is the safety net
                     self.last_observed = time.monotonic()
                 self._bring_up_to_date(now, result)
-                decisions = engine_warm.settle(self.state.scheduler, now.timestamp(), teams=False)
+                explain_all = result.rebuilt or time.monotonic() - self.explained_at >= EXPLAIN_ALL_SECONDS
+                decisions = engine_warm.settle(
+                    self.state.scheduler,
+                    now.timestamp(),
+                    teams=False,
+                    explain_only=None if explain_all else self.state.followed,
+                )
+                if explain_all:
+                    self.explained_at = time.monotonic()
                 applied = apply_decisions(decisions, self.state.rows, now=now)
                 self._after_apply(decisions, applied, now.timestamp())
                 result.admitted, result.preempted = len(applied.admitted), len(applied.preempted)
-                result.pending = applied.pending
+                result.pending = engine_warm.pending_count(self.state.scheduler)
                 if self._should_record(result):
                     self._record(started, t0, trigger, result)
         except Exception as exc:

@@ -22,10 +22,10 @@ def running_names(s: Scheduler) -> set[str]:
     return {job.name for team in s.teams for per_flavor in team.running for job in per_flavor}
 
 
-def decisions(s: Scheduler, was_running: set[str], *, teams: bool = True) -> Decisions:
+def decisions(s: Scheduler, was_running: set[str], *, teams: bool = True, explain_only=None) -> Decisions:
     """What the settle recorded in `s.log`, as Decisions: admissions of work still running at the end,
-    preemptions of work that was running before it, the reason of every pending workload, and (with
-    `teams`) each team's status."""
+    preemptions of work that was running before it, the reason of every pending workload (or only of those
+    named in `explain_only`), and (with `teams`) each team's status."""
     from . import _reasons, team_status  # decide()'s own helpers
 
     admissions, preemptions = {}, {}
@@ -42,17 +42,38 @@ def decisions(s: Scheduler, was_running: set[str], *, teams: bool = True) -> Dec
     return Decisions(
         admissions=list(admissions.values()),
         preemptions=list(preemptions.values()),
-        reasons=_reasons(s),
+        reasons=_reasons(s) if explain_only is None else reasons_for(s, explain_only),
         teams={team.name: team_status(s, team) for team in s.teams} if teams else {},
     )
 
 
-def settle(s: Scheduler, now: float, *, teams: bool = True) -> Decisions:
-    """One pass: settle at `now` and return what changed since the last pass."""
+def reasons_for(s: Scheduler, names) -> dict[str, str]:
+    """Why each named workload that is pending waits (as _reasons, for some workloads only)."""
+    from .explain import explain
+
+    memo: dict[tuple, str] = {}
+    out = {}
+    for name in names:
+        job = s.jobs.get(name)
+        if job is not None and job.state == PENDING:
+            key = (job.team.name, job.sig)
+            if key not in memo:
+                memo[key] = explain(s, job)
+            out[name] = memo[key]
+    return out
+
+
+def pending_count(s: Scheduler) -> int:
+    return sum(team.queue.size for team in s.teams)
+
+
+def settle(s: Scheduler, now: float, *, teams: bool = True, explain_only=None) -> Decisions:
+    """One pass: settle at `now` and return what changed since the last pass (reasons for every pending
+    workload, or for those named in `explain_only`)."""
     s.log = []
     was_running = running_names(s)
     s.settle(now)
-    return decisions(s, was_running, teams=teams)
+    return decisions(s, was_running, teams=teams, explain_only=explain_only)
 
 
 def withdraw(s: Scheduler, job: Job) -> None:

@@ -78,6 +78,7 @@ def parse_args():
     p.add_argument("--latency-samples", type=int, default=60)
     p.add_argument("--timeout", type=float, default=3600)
     p.add_argument("--profile-scheduler", action="store_true", help="cProfile the scheduler into var/scheduler.prof")
+    p.add_argument("--profile-worker", action="store_true", help="cProfile worker0 (solo pool) into var/worker.prof")
     return p.parse_args()
 
 
@@ -178,7 +179,7 @@ def setup_world(scenario: dict, time_scale: float):
 # --- processes and their CPU ------------------------------------------------------------------------------
 
 
-def start_processes(env, workers: int, profile_scheduler: bool = False) -> dict[str, subprocess.Popen]:
+def start_processes(env, workers: int, profile_scheduler: bool = False, profile_worker: bool = False):
     venv = ROOT / ".venv" / "bin"
     profile = ["-m", "cProfile", "-o", str(ROOT / "var" / "scheduler.prof")] if profile_scheduler else []
     logs = ROOT / "var" / "log"
@@ -193,6 +194,9 @@ def start_processes(env, workers: int, profile_scheduler: bool = False) -> dict[
             str(venv / "celery"), "-A", "portal", "worker", "-l", "WARNING", "-c", "1", "-n", f"bench{i}@%h",
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
+    if profile_worker:  # worker0 in one process (solo pool) under cProfile
+        prof = ["-m", "cProfile", "-o", str(ROOT / "var" / "worker.prof")]
+        commands["worker0"] = [str(venv / "python"), *prof, *commands["worker0"], "--pool", "solo"]
     return {
         name: subprocess.Popen(
             argv,
@@ -441,7 +445,7 @@ def main():
         f"{len(scenario['teams'])} teams, scheduler + {args.workers} worker(s) + beat, {args.clients} clients",
         flush=True,
     )
-    procs = start_processes(env, args.workers, args.profile_scheduler)
+    procs = start_processes(env, args.workers, args.profile_scheduler, args.profile_worker)
     try:
         time.sleep(5)  # processes start; the scheduler reads the (empty) state
         cpu0 = {name: tree_cpu(p.pid) for name, p in procs.items()}

@@ -66,6 +66,9 @@ def _beat_schedule(sender, **kwargs):
     }
     if settings.ADMISSION_SCHEDULER == "process":
         del schedule["admission-loop"]  # the scheduler process runs its own passes (manage.py scheduler)
+    kwargs = {"simulated-cluster": {"retry_starts": True}}
     sender.conf.beat_schedule = {
-        name: {"task": task, "schedule": seconds} for name, (task, seconds) in schedule.items() if task in sender.tasks
+        name: {"task": task, "schedule": seconds, "kwargs": kwargs.get(name, {})}
+        for name, (task, seconds) in schedule.items()
+        if task in sender.tasks
     }

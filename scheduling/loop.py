@@ -423,8 +423,7 @@ def carry_out() -> None:
     update first, so two processes never start or stop the same job twice.
     """
     backend = get_backend()
-    for job in Job.objects.filter(backend_stop_pending=True).select_related("team"):
-        stop_claimed(job, backend=backend, reason=job.reason, preempted=job.state in QUEUED_STATES)
+    stop_all(backend=backend)
     stale = f"{STARTING}{time.time() - CLAIM_EXPIRES_S:.0f}"
     starts = list(
         Job.objects.filter(state=JobState.ADMITTED, backend_stop_pending=False)
@@ -462,6 +461,40 @@ def carry_out_started() -> None:
             client.delete(CARRY_OUT_FLAG)
         except Exception:
             log.warning("could not clear the carry-out flag")
+
+
+def stop_all(*, backend) -> None:
+    """Stop every job marked for stopping: claimed all at once (rows another process holds are skipped),
+    stopped one by one, bookkept in two statements; a refused stop stays marked for the next pass."""
+    with transaction.atomic():
+        jobs = list(
+            Job.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(backend_stop_pending=True)
+            .select_related("team")
+        )
+        Job.objects.filter(pk__in=[job.pk for job in jobs]).update(backend_stop_pending=False)
+    if not jobs:
+        return
+    refused, stopped = [], []
+    for job in jobs:
+        try:
+            backend.stop(job, reason=job.reason, preempted=job.state in QUEUED_STATES)
+        except ClusterUnreachable:
+            log.warning("cluster unreachable: job #%s stays marked for stopping", job.pk)
+            refused.append(job.pk)
+            continue
+        if job.backend_ref and not job.backend_ref.startswith(STARTING):
+            stopped.append(job)
+    if refused:
+        Job.objects.filter(pk__in=refused).update(backend_stop_pending=True)
+    if stopped:  # forget the cluster's name, unless it was started again meanwhile under another one
+        with transaction.atomic():
+            current = dict(
+                Job.objects.select_for_update().filter(pk__in=[j.pk for j in stopped]).values_list("pk", "backend_ref")
+            )
+            Job.objects.filter(pk__in=[j.pk for j in stopped if current.get(j.pk) == j.backend_ref]).update(
+                backend_ref=""
+            )
 
 
 def stop_claimed(job: Job, *, backend, reason: str, preempted: bool) -> None:

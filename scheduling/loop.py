@@ -58,16 +58,17 @@ def admission_request(trigger: str) -> None:
 
 WAKE_LIST = "portal:scheduler:wake"
 WAKE_FLAG = "portal:scheduler:woken"
+UNFOLDED_TRIGGERS = ("config", "cluster")  # the scheduler acts on these by name: never folded into another
 
 
 def wake_scheduler(trigger: str) -> None:
-    """Wake the scheduler process. Submits fold into one pending wake-up; a configuration change always gets
-    its own (it makes the scheduler re-read everything)."""
+    """Wake the scheduler process. Submits fold into one pending wake-up; a configuration change (re-read
+    everything) and a cluster wake-up (observe the cluster) always get their own."""
     client = _redis_client()
     if client is None:
         return  # the scheduler polls
     try:
-        if trigger.startswith("config") or client.set(WAKE_FLAG, 1, nx=True, ex=30):
+        if trigger.startswith(UNFOLDED_TRIGGERS) or client.set(WAKE_FLAG, 1, nx=True, ex=30):
             client.lpush(WAKE_LIST, trigger)
     except Exception:
         log.warning("could not wake the scheduler (%s); it polls every second", trigger)
@@ -544,12 +545,14 @@ def start_on_cluster(jobs: list[Job], *, backend) -> None:
             .values_list("pk", flat=True)
         )
         update_jobs([job for job in started if job.pk in still], ["backend_ref"])
-    for job in started:
-        if job.pk not in still:  # preempted or cancelled while it was being started: take it off again
-            try:
-                backend.stop(job, reason="no longer admitted", preempted=False)
-            except ClusterUnreachable:
-                log.warning("cluster unreachable: job #%s may run without admission until the next pass", job.pk)
+    gone = [job for job in started if job.pk not in still]
+    for job in gone:  # preempted or cancelled while it was being started: take it off again
+        try:
+            backend.stop(job, reason="no longer admitted", preempted=False)
+        except ClusterUnreachable:
+            log.warning("cluster unreachable: job #%s may run without admission until the next pass", job.pk)
+    if gone:  # drop the claim, or a later admission would wait for it to expire before starting
+        Job.objects.filter(pk__in=[job.pk for job in gone], backend_ref=claim).update(backend_ref="")
     started = [job for job in started if job.pk in still]
     if started:
         cluster_sync(jobs=started, backend=backend)

@@ -25,11 +25,15 @@ def admission_tick(trigger: str = "beat") -> dict:
 def cluster_tick(retry_starts: bool = False) -> dict:
     """Advance the cluster: apply what it reports (running, finished); a finish asks for an admission run.
 
-    Beat's periodic tick (retry_starts) also retries starts and stops that an unreachable cluster refused;
-    the simulated cluster's wake-ups at each job's end only observe.
+    Beat's periodic tick (retry_starts) also retries starts and stops that an unreachable cluster refused.
+    The simulated cluster's wake-ups at each job's end only observe, and with the scheduler process they
+    leave even that to its next pass, which they wake.
     """
-    from scheduling.loop import carry_out, cluster_sync
+    from scheduling.loop import carry_out, cluster_sync, wake_scheduler
 
+    if not retry_starts and settings.ADMISSION_SCHEDULER == "process":
+        wake_scheduler("cluster")  # the scheduler observes the cluster in its next pass: no second writer
+        return {"finished": None}
     finished = cluster_sync()
     if retry_starts:
         carry_out()

@@ -242,8 +242,15 @@ def _lock() -> None:
 class WarmScheduler:
     """Runs passes; holds the WarmState between them. One per scheduler process (the leader)."""
 
-    def __init__(self, *, check_seconds: float = CHECK_SECONDS, heartbeat_seconds: float = HEARTBEAT_SECONDS):
+    def __init__(
+        self,
+        *,
+        check_seconds: float = CHECK_SECONDS,
+        heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        carry_out=request_carry_out,
+    ):
         self.state: WarmState | None = None
+        self.carry_out = carry_out  # called after a pass that changed something: start and stop on the cluster
         self.check_seconds = check_seconds
         self.heartbeat_seconds = heartbeat_seconds
         self.last_recorded = 0.0
@@ -255,7 +262,7 @@ class WarmScheduler:
         self.state = None
         self.reload_reason = reason
 
-    def run_pass(self, *, trigger: str = "event") -> PassResult:
+    def run_pass(self, *, trigger: str = "event", observe: bool = False) -> PassResult:
         """One pass; raises after rolling back (the state is dropped, the next pass re-reads it)."""
         started = timezone.now()
         t0 = time.perf_counter()
@@ -264,8 +271,8 @@ class WarmScheduler:
             with transaction.atomic():
                 _lock()
                 now = timezone.now()
-                if time.monotonic() - self.last_observed >= OBSERVE_SECONDS:
-                    _observe(now)  # cluster_tick reports ends as they happen; this is the safety net
+                if observe or time.monotonic() - self.last_observed >= OBSERVE_SECONDS:
+                    _observe(now)  # asked by a cluster wake-up, else once a second as a safety net
                     self.last_observed = time.monotonic()
                 self._bring_up_to_date(now, result)
                 explain_all = result.rebuilt or time.monotonic() - self.explained_at >= EXPLAIN_ALL_SECONDS
@@ -293,7 +300,7 @@ class WarmScheduler:
             )
             raise
         if result.admitted or result.preempted or result.rebuilt:
-            request_carry_out()
+            self.carry_out()
         return result
 
     def _bring_up_to_date(self, now, result: PassResult) -> None:
@@ -358,6 +365,43 @@ class WarmScheduler:
 
 
 __all__ = ["STARTING", "WarmScheduler", "WarmState", "config_fingerprint"]
+
+
+class Carrier:
+    """Starts and stops on the cluster what the passes decided, in a thread of the scheduler process: the
+    next pass does not wait for the cluster's API, and nothing waits for a Celery worker to be free. The
+    thread has its own database connection; claims (loop.carry_out) keep it apart from beat's retries."""
+
+    def __init__(self):
+        import threading
+
+        self.wanted = threading.Event()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="carrier", daemon=True)
+        self.thread.start()
+
+    def __call__(self) -> None:
+        self.wanted.set()
+
+    def _run(self) -> None:
+        from django.db import close_old_connections
+
+        from scheduling.loop import carry_out
+
+        while not self.stopping:
+            if not self.wanted.wait(1.0):
+                continue
+            self.wanted.clear()
+            try:
+                carry_out()
+            except Exception:
+                log.exception("carrying out the scheduler's decisions failed; beat's cluster tick retries")
+                close_old_connections()
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.wanted.set()
+        self.thread.join(10)
 
 
 # --- one scheduler at a time ----------------------------------------------------------------------------

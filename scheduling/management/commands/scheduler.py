@@ -4,6 +4,7 @@ Run one or more (on any hosts sharing the database): one leads and admits, the o
 within a second or two when it dies. SIGTERM / Ctrl-C stops it after the current pass.
 """
 
+import faulthandler
 import logging
 import os
 import signal
@@ -14,7 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection
 
 from scheduling.loop import wait_for_wake
-from scheduling.warm import Leadership, WarmScheduler
+from scheduling.warm import Carrier, Leadership, WarmScheduler
 
 log = logging.getLogger("scheduling.scheduler")
 
@@ -39,7 +40,9 @@ class Command(BaseCommand):
         self.stopping = False
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
-        leadership, scheduler = Leadership(), WarmScheduler()
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1 <pid>: where is it stuck?
+        carrier = Carrier()
+        leadership, scheduler = Leadership(), WarmScheduler(carry_out=carrier)
         done, last_check, last_start, standing_by = 0, time.monotonic(), 0.0, False
         try:
             while not self.stopping and (not passes or done < passes):
@@ -60,7 +63,7 @@ class Command(BaseCommand):
                     scheduler.drop("configuration changed")
                 last_start = time.monotonic()
                 try:
-                    scheduler.run_pass(trigger=triggers[0] if triggers else "idle")
+                    scheduler.run_pass(trigger=triggers[0] if triggers else "idle", observe="cluster" in triggers)
                 except Exception:
                     log.exception("scheduler pass failed; the next pass re-reads the whole state")
                     time.sleep(0.5)
@@ -72,6 +75,7 @@ class Command(BaseCommand):
                         scheduler.drop("lost leadership")
                         connection.close()
         finally:
+            carrier.stop()
             leadership.release()
 
     def _take(self, leadership: Leadership) -> bool:

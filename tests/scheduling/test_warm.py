@@ -135,4 +135,4 @@ def test_random_traffic_keeps_the_warm_state_equal_to_a_fresh_one(
         scheduler.run_pass()
         assert_in_step(scheduler)
     assert Job.objects.filter(state__in=ACTIVE_STATES).exists()
-    assert Job.objects.filter(state=JobState.SUCCEEDED).exists() and Job.objects.filter(state=JobState.FAILED).exists()
+    assert Job.objects.filter(state__in=[JobState.SUCCEEDED, JobState.FAILED]).count() >= 3  # (which fail: job ids)

@@ -57,8 +57,8 @@ from .model import (
     TeamStatus,
     Workload,
 )
-from .queues import PENDING, RUNNING
 from .plans import plans
+from .queues import PENDING, RUNNING
 from .quota import proportional_defaults, resolve_quota
 from .scenario import ScenarioError
 from .simulator import resources_of, simulate_scenario

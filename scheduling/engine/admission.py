@@ -19,8 +19,7 @@ from .queues import FINISHED, PENDING, RUNNING, Job, TeamQueue
 from .quota import EPS, FITS, INF, QuotaBook, TeamBook
 from .reservations import Extra, Plan, Planner, Timeline, end_of, planning_key
 
-
-MAX_PLANNED_HEADS = 32  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
+MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
 class TeamState:
@@ -389,6 +388,7 @@ class Scheduler:
         if last + 1 == len(heads):
             self._trials[job] = (self.scope_version.get(scope, 0), trial)
         return None
+
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
         if self.fair:
             return (dominant_share(self.book, team.book, plan[0], job.total), job.key)

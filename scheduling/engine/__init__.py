@@ -138,7 +138,7 @@ def _reasons(s) -> dict[str, str]:
     out = {}
     for job in s.jobs.values():
         if job.state == PENDING:
-            key = (job.team.name, job.sig)
+            key = (job.team.name, job.sig, job.team.queue.first() is job)
             if key not in memo:
                 memo[key] = explain(s, job)
             out[job.name] = memo[key]

@@ -59,17 +59,24 @@ class JobDetailSerializer(JobSerializer):
         fields = JobSerializer.Meta.fields + ["events", "queue_position", "estimated_start"]
         read_only_fields = fields
 
-    def get_queue_position(self, job) -> dict | None:
-        from scheduling.selectors import queue_place
+    def _plan(self, job):
+        from scheduling.selectors import job_plan
 
-        place = queue_place(job)
+        cache = self.context.setdefault("_plans", {})
+        if job.pk not in cache:
+            cache[job.pk] = job_plan(job)
+        return cache[job.pk]
+
+    def get_queue_position(self, job) -> dict | None:
+        place = self._plan(job).place
         return place.__dict__ if place else None
 
     def get_estimated_start(self, job) -> dict | None:
-        from scheduling.selectors import estimated_start
-
-        estimate = estimated_start(job)
-        return {"at": estimate.at, "note": estimate.note, "method": estimate.method} if estimate else None
+        """From the engine's plan: kind "reserved" (a team's head: its reservation) or "estimate"."""
+        e = self._plan(job).estimate
+        if e is None:
+            return None
+        return {"at": e.at, "kind": e.kind, "waits_for": e.waits_for, "note": e.note, "method": e.method}
 
 
 class AdmissionRunSerializer(serializers.ModelSerializer):

@@ -188,7 +188,7 @@ class WarmState:
                 self.seq += 1
                 job = s.make_job(
                     workload.name, self.seq, workload.team, workload.requests, workload.pods, workload.priority,
-                    workload.submit, workload.instance_type,
+                    workload.submit, workload.instance_type, workload.duration,
                 )  # fmt: skip
                 if row.state in QUEUED_STATES:
                     s.submit(job)

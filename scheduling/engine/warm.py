@@ -10,8 +10,6 @@ call it too).
 
 from __future__ import annotations
 
-import heapq
-
 from .admission import Scheduler
 from .model import Admission, Decisions, Preemption
 from .queues import FINISHED, PENDING, RUNNING, Job
@@ -22,11 +20,14 @@ def running_names(s: Scheduler) -> set[str]:
     return {job.name for team in s.teams for per_flavor in team.running for job in per_flavor}
 
 
-def decisions(s: Scheduler, was_running: set[str], *, teams: bool = True, explain_only=None) -> Decisions:
+def decisions(
+    s: Scheduler, was_running: set[str], *, teams: bool = True, explain_only=None, estimate=None
+) -> Decisions:
     """What the settle recorded in `s.log`, as Decisions: admissions of work still running at the end,
     preemptions of work that was running before it, the reason of every pending workload (or only of those
-    named in `explain_only`), and (with `teams`) each team's status."""
-    from . import _reasons, team_status  # decide()'s own helpers
+    named in `explain_only`), with `teams` each team's status, and with `estimate` (a tuple of names, as
+    decide()'s) every pending workload's plan. decide() builds the same from a fresh Scheduler."""
+    from . import _reasons, plans, team_status  # decide()'s own helpers
 
     admissions, preemptions = {}, {}
     for entry in s.log:
@@ -34,7 +35,7 @@ def decisions(s: Scheduler, was_running: set[str], *, teams: bool = True, explai
             job, flavor, borrows = entry[1], entry[2], entry[3]
             admissions[job.name] = Admission(job.name, s.flavor_names[flavor], job.nodes, borrows)
         else:
-            _, job, by, reason = entry
+            job, by, reason = entry[1], entry[2], entry[3]
             admissions.pop(job.name, None)
             if job.name in was_running:
                 preemptions[job.name] = Preemption(job.name, by.name, reason)
@@ -44,6 +45,7 @@ def decisions(s: Scheduler, was_running: set[str], *, teams: bool = True, explai
         preemptions=list(preemptions.values()),
         reasons=_reasons(s) if explain_only is None else reasons_for(s, explain_only),
         teams={team.name: team_status(s, team) for team in s.teams} if teams else {},
+        plans=plans(s, estimate) if estimate is not None else {},
     )
 
 
@@ -56,7 +58,7 @@ def reasons_for(s: Scheduler, names) -> dict[str, str]:
     for name in names:
         job = s.jobs.get(name)
         if job is not None and job.state == PENDING:
-            key = (job.team.name, job.sig)
+            key = (job.team.name, job.sig, job.team.queue.first() is job)  # as _reasons()
             if key not in memo:
                 memo[key] = explain(s, job)
             out[name] = memo[key]
@@ -81,16 +83,7 @@ def withdraw(s: Scheduler, job: Job) -> None:
     if job.state != PENDING:
         raise ValueError(f"{job.name} is {job.state}, not pending")
     team = job.team
-    bucket = team.queue.buckets[job.sig]
-    kept = [entry for entry in bucket if entry[1] is not job]
-    if len(kept) == len(bucket):
-        raise ValueError(f"{job.name} is not in its team's queue")
-    if kept:
-        heapq.heapify(kept)
-        team.queue.buckets[job.sig] = kept
-    else:
-        del team.queue.buckets[job.sig]
-    team.queue.size -= 1
+    team.queue.remove(job)
     s._demand(job, team.pending_demand, -1)
     job.state = FINISHED
     s.dirty.add(team.idx)

@@ -117,16 +117,18 @@ class Command(BaseCommand):
         job = services.job_for_user(user=user, pk=o["job_id"])
         self.stdout.write(f"job #{job.pk} {job.name}  team {job.team.name}  by {job.submitted_by.username}")
         self.stdout.write(f"state: {job.state}  reason: {job.reason}")
-        place = selectors.queue_place(job)
+        plan = selectors.job_plan(job)
+        place = plan.place
         if place:
             self.stdout.write(
                 f"queue: {place.in_team} of {place.team_queued} in team, "
                 f"{place.in_cluster} of {place.cluster_queued} in cluster"
             )
-        estimate = selectors.estimated_start(job)
+        estimate = plan.estimate
         if estimate:
             when = estimate.at.isoformat(timespec="seconds") if estimate.at else "unknown"
-            self.stdout.write(f"estimated start: {when} ({estimate.note})")
+            label = "reserved start" if estimate.kind == "reserved" else "estimated start"
+            self.stdout.write(f"{label}: {when} ({estimate.note})")
         for event in job.events.all():
             self.stdout.write(
                 f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state or '-':>9} -> {event.to_state:<9} {event.reason}"

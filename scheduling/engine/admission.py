@@ -371,7 +371,10 @@ class Scheduler:
         if not crossed:
             self._trials[job] = (self.scope_version.get(scope, 0), base)
             return None
-        if all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
+        # Without nodes a plan depends on the quota book alone, so holds that still fit stay the plan; with
+        # nodes a fresh plan may place heads differently, so only a trial plan can tell.
+        quota_only = self.pools[f] is None
+        if quota_only and all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
             self._trials[job] = (self.scope_version.get(scope, 0), base)
             return None
         heads = [h for h in base.heads if h is not job]

@@ -61,10 +61,11 @@ class CellNote:
         f, r = self._cell
         for t in members:
             d, n = demand[t.idx][f][r], t.nominal[f][r]
+            demand_words = f"its demand (running and waiting work) {fmt(d)}"
             if d <= n + EPS:
-                why = f"its demand (running and waiting work) {fmt(d)} is within its nominal quota {fmt(n)}, so it first gets {fmt(d)}"
+                why = f"{demand_words} is within its nominal quota {fmt(n)}, so it first gets {fmt(d)}"
             else:
-                why = f"its demand (running and waiting work) {fmt(d)} exceeds its nominal quota {fmt(n)}, so it first gets its quota, {fmt(n)}"
+                why = f"{demand_words} exceeds its nominal quota {fmt(n)}, so it first gets its quota, {fmt(n)}"
             self._add(f"{t.name}: {why}.", "nominal", t.name, d)
 
     def pool(self, cohort: CohortBook, members, pool, drawn, given, demand, wants) -> None:

@@ -1,0 +1,129 @@
+"""History for demos, tests and benchmarks: the Philly sample spread over N days, submitted by the demo teams
+(sizes and priorities as demo traffic gives them), run through the engine's simulator under the current
+configuration, and written to the database as jobs with their events, exactly as if the admission loop had
+lived through them. A replay of that window under the unchanged configuration must find the same outcome.
+
+This writes jobs that never ran on a cluster: use it on a demo, test or benchmark database only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from quotas.models import ComputeAllocation, PriorityClass, Team, User
+from scheduling.demo_traffic import priority_for, shape, team_for, trace
+from scheduling.engine import simulate_scenario
+from scheduling.models import Job, JobEvent, JobState
+from scheduling.whatif.recorded import read_history
+from scheduling.whatif.scenario import build_scenario, current_config
+
+MIN_DURATION_S, MAX_DURATION_S = 60, 2 * 86400
+
+
+def _submitters() -> dict[str, User]:
+    out = {}
+    fallback = User.objects.order_by("pk").first()
+    for team in Team.objects.prefetch_related("members"):
+        members = sorted(team.members.all(), key=lambda u: u.pk)
+        out[team.name] = members[0] if members else fallback
+    return out
+
+
+def _submit_jobs(start: datetime, days: int, repeat: int) -> list[Job]:
+    rows = trace()
+    span = rows[-1].offset_s + 1
+    window = days * 86400
+    allocations: dict[str, list[ComputeAllocation]] = {}
+    for alloc in ComputeAllocation.objects.select_related("team", "instance_type"):
+        allocations.setdefault(alloc.team.name, []).append(alloc)
+    classes = {pc.name: pc for pc in PriorityClass.objects.all()}
+    types = {a.instance_type.name: a.instance_type for allocs in allocations.values() for a in allocs}
+    users = _submitters()
+    team_ids = dict(Team.objects.values_list("name", "pk"))
+    jobs = []
+    for copy in range(repeat):
+        for row in rows:
+            team = team_for(row.vc)
+            sizes = shape(row, allocations.get(team, []), team)
+            if sizes is None or users.get(team) is None or team not in team_ids:
+                continue
+            offset = int((row.offset_s / span + copy / repeat) % 1.0 * window)
+            duration = int(min(MAX_DURATION_S, max(MIN_DURATION_S, row.duration_s)))
+            jobs.append(
+                Job(
+                    team_id=team_ids[team],
+                    submitted_by=users[team],
+                    name=f"philly-r{row.index:05d}-{copy}",
+                    instance_type=types[sizes["instance_type"]],
+                    accelerators=sizes["accelerators"],
+                    vcpus=sizes["vcpus"],
+                    memory_gib=sizes["memory_gib"],
+                    pods=sizes["pods"],
+                    priority_class=classes.get(priority_for(team, row)),
+                    image="nvcr.io/nvidia/pytorch:24.05-py3",
+                    expected_duration_s=duration,
+                    submitted_at=start + timedelta(seconds=offset),
+                )
+            )
+    jobs.sort(key=lambda j: j.submitted_at)
+    return Job.objects.bulk_create(jobs, batch_size=2000)
+
+
+@transaction.atomic
+def record_simulated_history(*, days: int, end: datetime | None = None, repeat: int = 1) -> dict:
+    """Write `days` of simulated history ending at `end` (now): the Philly sample `repeat` times over.
+    Returns counts and the window."""
+    end = end or timezone.now().replace(microsecond=0)
+    start = end - timedelta(days=days)
+    created = _submit_jobs(start, days, repeat)
+    JobEvent.objects.bulk_create(
+        [JobEvent(job=j, at=j.submitted_at, to_state=JobState.PENDING, reason="submitted") for j in created],
+        batch_size=5000,
+    )
+    history = read_history(start, end)
+    output = simulate_scenario(build_scenario(history, current_config()))
+    _write_outcome(created, output, start)
+    return {"jobs": len(created), "start": start, "end": end, "events": len(output["events"])}
+
+
+def _write_outcome(jobs: list[Job], output: dict, start: datetime) -> None:
+    from quotas.models import InstanceType
+
+    by_name = {str(j.pk): j for j in jobs}
+    types = {it.name: it for it in InstanceType.objects.all()}
+    events = []
+    for event in output["events"]:
+        job = by_name.get(event["workload"])
+        if job is None:
+            continue
+        at = start + timedelta(seconds=float(event["t"]))
+        kind = event["type"]
+        if kind == "admitted":
+            job.assigned_instance_type = types[event["instance_type"]]
+            job.admitted_at = job.started_at = at
+            job.finished_at = None
+            events += [
+                JobEvent(job=job, at=at, from_state=job.state, to_state=JobState.ADMITTED, reason="admitted"),
+                JobEvent(job=job, at=at, from_state=JobState.ADMITTED, to_state=JobState.RUNNING, reason="running"),
+            ]
+            job.state = JobState.RUNNING
+        elif kind == "preempted":
+            reason = f"preempted by {event['by']} ({event['reason']})"
+            events += [
+                JobEvent(job=job, at=at, from_state=job.state, to_state=JobState.PREEMPTED, reason=reason),
+                JobEvent(job=job, at=at, from_state=JobState.PREEMPTED, to_state=JobState.PENDING, reason="requeued"),
+            ]
+            job.state = JobState.PENDING
+            job.preemption_count += 1
+        else:
+            events.append(JobEvent(job=job, at=at, from_state=job.state, to_state=JobState.SUCCEEDED, reason="done"))
+            job.state, job.finished_at = JobState.SUCCEEDED, at
+    JobEvent.objects.bulk_create(events, batch_size=5000)
+    Job.objects.bulk_update(
+        jobs,
+        ["state", "assigned_instance_type", "admitted_at", "started_at", "finished_at", "preemption_count"],
+        batch_size=2000,
+    )

@@ -1,9 +1,15 @@
-"""API paths of the what-if app that sit outside the router (a team's fair share lives under teams/)."""
+"""API paths of the what-if app. Its own SimpleRouter (no API root view, so the main router's stays), and the
+team's fair share under teams/."""
 
-from django.urls import path
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
 from scheduling.whatif import api
 
+router = SimpleRouter()
+router.register("whatif/replays", api.ReplayViewSet, basename="replay")
+
 urlpatterns = [
     path("teams/<int:pk>/fair-share/", api.TeamFairShareView.as_view(), name="api-team-fair-share"),
+    path("", include(router.urls)),
 ]

@@ -37,8 +37,13 @@ def fair_share_explained(team: Team, *, now=None) -> list[Derivation]:
         wanted = figure > 1e-9 or resource in quota.get(instance_type, {}) or _mentions_demand(note, team.name)
         if wanted and resource in order:
             out.append(Derivation(instance_type, resource, figure, steps))
-    out.sort(key=lambda d: (list(quota).index(d.instance_type) if d.instance_type in quota else 99, d.instance_type,
-                            order[d.resource]))  # fmt: skip
+    out.sort(
+        key=lambda d: (
+            list(quota).index(d.instance_type) if d.instance_type in quota else 99,
+            d.instance_type,
+            order[d.resource],
+        )
+    )
     return out
 
 

@@ -85,8 +85,9 @@ def _team_hours(jobs: list[JobRecord], outcomes, length: float, nominal: dict[st
     return within / 3600, borrowed / 3600
 
 
-def team_figures(history: History, outcomes: dict[str, Outcome], quota: dict[str, dict[str, float]],
-                 capacity: dict[str, float]) -> dict:  # fmt: skip
+def team_figures(
+    history: History, outcomes: dict[str, Outcome], quota: dict[str, dict[str, float]], capacity: dict[str, float]
+) -> dict:
     """{"teams": {name: figures}, "cluster": figures} for one outcome."""
     length = history.length_s
     by_team: dict[str, list[JobRecord]] = defaultdict(list)

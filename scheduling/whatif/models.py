@@ -46,8 +46,9 @@ class Replay(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     decision = models.CharField(max_length=16, choices=ReplayDecision.choices, default=ReplayDecision.OPEN)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")  # fmt: skip
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True)
 

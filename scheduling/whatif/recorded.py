@@ -80,7 +80,7 @@ def read_history(start: datetime, end: datetime) -> History:
             Q(submitted_at__gte=start)
             | Q(admitted_at__isnull=False, finished_at__isnull=True)
             | Q(finished_at__gt=start, admitted_at__isnull=False)
-        )  # fmt: skip
+        )
         .select_related("team", "instance_type", "priority_class")
         .order_by("submitted_at", "pk")
     )

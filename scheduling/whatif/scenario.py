@@ -18,8 +18,18 @@ from quotas.models import PriorityClass
 from scheduling.snapshot import engine_instance_types, engine_policy, engine_teams, lowest_priority
 from scheduling.whatif.recorded import History
 
-TEAM_KEYS = ("cohort", "fair_share_weight", "sharing", "borrow_limit_pct", "preempt_team_tasks", "borrowing_limit",
-             "lending_limit", "reclaim_within_cohort", "borrow_within_cohort", "within_team")  # fmt: skip
+TEAM_KEYS = (
+    "cohort",
+    "fair_share_weight",
+    "sharing",
+    "borrow_limit_pct",
+    "preempt_team_tasks",
+    "borrowing_limit",
+    "lending_limit",
+    "reclaim_within_cohort",
+    "borrow_within_cohort",
+    "within_team",
+)
 
 
 @dataclass
@@ -56,7 +66,7 @@ def current_config() -> Config:
             "instance_types": [
                 {"name": it.name, "count": it.count or 0, "capacity": it.capacity} for it in engine_instance_types()
             ]
-        },  # fmt: skip
+        },
         teams=teams,
         policy=policy,
         priorities=dict(PriorityClass.objects.values_list("name", "weight")),

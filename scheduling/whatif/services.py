@@ -61,9 +61,10 @@ def draft_with_team(*, team_name: str, fields: dict | None = None, allocations: 
     return {"teams": teams}
 
 
-def replay_create(*, user, draft: dict, window_days: int, title: str = "", now=None) -> Replay:
-    """Check the draft against the database (the same writes as an apply, rolled back), store it and queue
-    its run. ValidationError (with a one-line reason) for a bad draft or window."""
+def replay_create(*, user, draft: dict, window_days: int, title: str = "", now=None, enqueue=True) -> Replay:
+    """Check the draft against the database (the same writes as an apply, rolled back), store it and (unless
+    enqueue=False: the caller runs it) queue its run. ValidationError with a one-line reason for a bad draft
+    or window."""
     days = _check_window(window_days)
     if not isinstance(draft, dict):
         raise ValidationError({"draft": "expected a mapping in the `quotas export` format"})
@@ -84,7 +85,8 @@ def replay_create(*, user, draft: dict, window_days: int, title: str = "", now=N
     )
     replay.full_clean()
     replay.save()
-    transaction.on_commit(lambda: _enqueue(replay.pk))
+    if enqueue:
+        transaction.on_commit(lambda: _enqueue(replay.pk))
     return replay
 
 
@@ -108,7 +110,12 @@ def _progress(replay: Replay, pct: int, message: str) -> None:
 def replay_run(*, replay: Replay) -> Replay:
     """Replay the window under the current configuration (the baseline) and under the draft, beside what
     really happened; store per-team figures and the jobs whose wait changed most."""
-    Replay.objects.filter(pk=replay.pk).update(status=ReplayStatus.RUNNING, started_at=timezone.now())
+    claimed = Replay.objects.filter(pk=replay.pk, status=ReplayStatus.QUEUED).update(
+        status=ReplayStatus.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:  # another worker runs it, or it ran already
+        replay.refresh_from_db()
+        return replay
     replay.status = ReplayStatus.RUNNING
     t0 = time.perf_counter()
     try:
@@ -143,12 +150,14 @@ def _compute(replay: Replay) -> dict:
         output = simulate_scenario(build_scenario(history, config))
         timing[f"{label}_s"] = round(time.perf_counter() - t, 3)
         outcomes[label] = simulated_outcomes(output)
-        figures[label] = team_figures(history, outcomes[label], config.quota_accelerators(),
-                                      config.capacity_accelerators())  # fmt: skip
+        figures[label] = team_figures(
+            history, outcomes[label], config.quota_accelerators(), config.capacity_accelerators()
+        )
         _progress(replay, pct, "replaying under the draft" if label == "baseline" else "comparing")
     outcomes["recorded"] = recorded_outcomes(history)
-    figures["recorded"] = team_figures(history, outcomes["recorded"], baseline_config.quota_accelerators(),
-                                       baseline_config.capacity_accelerators())  # fmt: skip
+    figures["recorded"] = team_figures(
+        history, outcomes["recorded"], baseline_config.quota_accelerators(), baseline_config.capacity_accelerators()
+    )
     names = sorted(set().union(*(f["teams"] for f in figures.values())))
     return {
         "jobs": sum(1 for j in history.jobs if not j.context),

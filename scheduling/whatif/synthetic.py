@@ -32,8 +32,8 @@ def _submitters() -> dict[str, User]:
     return out
 
 
-def _submit_jobs(start: datetime, days: int, repeat: int) -> list[Job]:
-    rows = trace()
+def _submit_jobs(start: datetime, days: int, repeat: int, stride: int) -> list[Job]:
+    rows = trace()[::stride]
     span = rows[-1].offset_s + 1
     window = days * 86400
     allocations: dict[str, list[ComputeAllocation]] = {}
@@ -73,12 +73,12 @@ def _submit_jobs(start: datetime, days: int, repeat: int) -> list[Job]:
 
 
 @transaction.atomic
-def record_simulated_history(*, days: int, end: datetime | None = None, repeat: int = 1) -> dict:
-    """Write `days` of simulated history ending at `end` (now): the Philly sample `repeat` times over.
-    Returns counts and the window."""
+def record_simulated_history(*, days: int, end: datetime | None = None, repeat: int = 1, stride: int = 1) -> dict:
+    """Write `days` of simulated history ending at `end` (now): every `stride`-th row of the Philly sample,
+    `repeat` times over. Returns counts and the window."""
     end = end or timezone.now().replace(microsecond=0)
     start = end - timedelta(days=days)
-    created = _submit_jobs(start, days, repeat)
+    created = _submit_jobs(start, days, repeat, stride)
     JobEvent.objects.bulk_create(
         [JobEvent(job=j, at=j.submitted_at, to_state=JobState.PENDING, reason="submitted") for j in created],
         batch_size=5000,

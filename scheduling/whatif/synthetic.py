@@ -17,7 +17,7 @@ from quotas.models import ComputeAllocation, PriorityClass, Team, User
 from scheduling.demo_traffic import priority_for, shape, team_for, trace
 from scheduling.engine import simulate_scenario
 from scheduling.models import Job, JobEvent, JobState
-from scheduling.whatif.recorded import read_history
+from scheduling.whatif.recorded import History, JobRecord
 from scheduling.whatif.scenario import build_scenario, current_config
 
 MIN_DURATION_S, MAX_DURATION_S = 60, 2 * 86400
@@ -32,7 +32,8 @@ def _submitters() -> dict[str, User]:
     return out
 
 
-def _submit_jobs(start: datetime, days: int, repeat: int, stride: int) -> list[Job]:
+def _jobs(start: datetime, days: int, repeat: int, stride: int) -> list[Job]:
+    """Unsaved jobs, in submit order."""
     rows = trace()[::stride]
     span = rows[-1].offset_s + 1
     window = days * 86400
@@ -42,19 +43,19 @@ def _submit_jobs(start: datetime, days: int, repeat: int, stride: int) -> list[J
     classes = {pc.name: pc for pc in PriorityClass.objects.all()}
     types = {a.instance_type.name: a.instance_type for allocs in allocations.values() for a in allocs}
     users = _submitters()
-    team_ids = dict(Team.objects.values_list("name", "pk"))
+    teams = {t.name: t for t in Team.objects.all()}
     jobs = []
     for copy in range(repeat):
         for row in rows:
             team = team_for(row.vc)
             sizes = shape(row, allocations.get(team, []), team)
-            if sizes is None or users.get(team) is None or team not in team_ids:
+            if sizes is None or users.get(team) is None or team not in teams:
                 continue
             offset = int((row.offset_s / span + copy / repeat) % 1.0 * window)
             duration = int(min(MAX_DURATION_S, max(MIN_DURATION_S, row.duration_s)))
             jobs.append(
                 Job(
-                    team_id=team_ids[team],
+                    team=teams[team],
                     submitted_by=users[team],
                     name=f"philly-r{row.index:05d}-{copy}",
                     instance_type=types[sizes["instance_type"]],
@@ -69,7 +70,26 @@ def _submit_jobs(start: datetime, days: int, repeat: int, stride: int) -> list[J
                 )
             )
     jobs.sort(key=lambda j: j.submitted_at)
-    return Job.objects.bulk_create(jobs, batch_size=2000)
+    return jobs
+
+
+def _records(jobs: list[Job], start: datetime) -> list[JobRecord]:
+    """The unsaved jobs as the replay reads saved ones (their list index standing in for the id)."""
+    return [
+        JobRecord(
+            pk=i,
+            name=job.name,
+            team=job.team.name,
+            submit=(job.submitted_at - start).total_seconds(),
+            requests=job.requests(),
+            pods=job.pods,
+            priority_class=job.priority_class.name if job.priority_class else None,
+            instance_type=job.instance_type.name,
+            expected_duration_s=job.expected_duration_s,
+            state=job.state,
+        )
+        for i, job in enumerate(jobs)
+    ]
 
 
 @transaction.atomic
@@ -78,27 +98,26 @@ def record_simulated_history(*, days: int, end: datetime | None = None, repeat: 
     `repeat` times over. Returns counts and the window."""
     end = end or timezone.now().replace(microsecond=0)
     start = end - timedelta(days=days)
-    created = _submit_jobs(start, days, repeat, stride)
-    JobEvent.objects.bulk_create(
-        [JobEvent(job=j, at=j.submitted_at, to_state=JobState.PENDING, reason="submitted") for j in created],
-        batch_size=5000,
-    )
-    history = read_history(start, end)
+    jobs = _jobs(start, days, repeat, stride)
+    history = History(start, end, _records(jobs, start), 0)
     output = simulate_scenario(build_scenario(history, current_config()))
-    _write_outcome(created, output, start)
-    return {"jobs": len(created), "start": start, "end": end, "events": len(output["events"])}
+    events = [JobEvent(job=j, at=j.submitted_at, to_state=JobState.PENDING, reason="submitted") for j in jobs]
+    events += _outcome_events(jobs, output, start)
+    Job.objects.bulk_create(jobs, batch_size=2000)
+    for event in events:
+        event.job = event.job  # the job's id, now that it has one
+    JobEvent.objects.bulk_create(events, batch_size=5000)
+    return {"jobs": len(jobs), "start": start, "end": end, "events": len(output["events"])}
 
 
-def _write_outcome(jobs: list[Job], output: dict, start: datetime) -> None:
+def _outcome_events(jobs: list[Job], output: dict, start: datetime) -> list[JobEvent]:
+    """Set each job's final fields from the simulator's events and return its events, in order."""
     from quotas.models import InstanceType
 
-    by_name = {str(j.pk): j for j in jobs}
     types = {it.name: it for it in InstanceType.objects.all()}
     events = []
     for event in output["events"]:
-        job = by_name.get(event["workload"])
-        if job is None:
-            continue
+        job = jobs[int(event["workload"])]
         at = start + timedelta(seconds=float(event["t"]))
         kind = event["type"]
         if kind == "admitted":
@@ -121,9 +140,4 @@ def _write_outcome(jobs: list[Job], output: dict, start: datetime) -> None:
         else:
             events.append(JobEvent(job=job, at=at, from_state=job.state, to_state=JobState.SUCCEEDED, reason="done"))
             job.state, job.finished_at = JobState.SUCCEEDED, at
-    JobEvent.objects.bulk_create(events, batch_size=5000)
-    Job.objects.bulk_update(
-        jobs,
-        ["state", "assigned_instance_type", "admitted_at", "started_at", "finished_at", "preemption_count"],
-        batch_size=2000,
-    )
+    return events

@@ -1,17 +1,20 @@
 """REST API for deciding with evidence: the fair share explained, what-if replays."""
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from quotas.models import Team
+from quotas.models import InstanceType, Team
+from scheduling.whatif import requests as quota_requests
 from scheduling.whatif import services
 from scheduling.whatif.fairshare import fair_share_explained
-from scheduling.whatif.models import MAX_WINDOW_DAYS, Replay
+from scheduling.whatif.models import MAX_WINDOW_DAYS, QuotaRequest, Replay
 from scheduling.whatif.selectors import replays_visible_to
 
 
@@ -166,3 +169,134 @@ class ReplayViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             raise _validation(exc) from None
         replay.refresh_from_db()
         return Response(self.get_serializer(replay).data)
+
+
+# --- quota requests -----------------------------------------------------------------------------------
+
+
+class QuotaRequestSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    instance_type = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    version = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    events = serializers.SerializerMethodField()
+
+    class Meta:
+        model = QuotaRequest
+        fields = ["id", "team", "instance_type", "requested_by", "created_at", "instances", "accelerators", "vcpus",
+                  "memory_gib", "current", "start_on", "why", "status", "replay", "decided_by", "decided_at",
+                  "decision_reason", "version", "events"]  # fmt: skip
+        read_only_fields = fields
+
+    def get_events(self, obj) -> list[dict]:
+        return [
+            {"at": e.at, "actor": e.actor.username if e.actor else None, "action": e.action, "text": e.text}
+            for e in obj.events.select_related("actor")
+        ]
+
+
+class QuotaRequestCreateSerializer(serializers.Serializer):
+    team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all())
+    instance_type = serializers.SlugRelatedField(slug_field="name", queryset=InstanceType.objects.all())
+    accelerators = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    instances = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    vcpus = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    memory_gib = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    start_on = serializers.DateField()
+    why = serializers.CharField(max_length=2000)
+
+    def validate_team(self, team):
+        user = self.context["request"].user
+        if not Team.objects.visible_to(user).filter(pk=team.pk).exists():
+            raise serializers.ValidationError("no such team")
+        return team
+
+
+class ChangeSerializer(serializers.Serializer):
+    accelerators = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    instances = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    vcpus = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    memory_gib = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+
+AMOUNTS = ("accelerators", "instances", "vcpus", "memory_gib")
+
+
+class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Quota requests. Scientists ask for their teams and read their teams' requests; managers read all;
+    admins approve (the allocation saved as a version naming the request), change (replayed again) or refuse
+    (with a reason). Each request carries its what-if replay's id (GET /api/whatif/replays/{id}/)."""
+
+    serializer_class = QuotaRequestSerializer
+    filterset_fields = ["status"]
+
+    def get_queryset(self):
+        return QuotaRequest.objects.visible_to(self.request.user).select_related(
+            "team", "instance_type", "requested_by", "decided_by", "version"
+        )
+
+    def _url_for(self):
+        return lambda r: self.request.build_absolute_uri(r.get_absolute_url())
+
+    def _done(self, obj, code=status.HTTP_200_OK):
+        obj = self.get_queryset().get(pk=obj.pk)
+        return Response(self.get_serializer(obj).data, status=code)
+
+    @extend_schema(request=QuotaRequestCreateSerializer, responses={201: QuotaRequestSerializer})
+    def create(self, request):
+        incoming = QuotaRequestCreateSerializer(data=request.data, context={"request": request})
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        amounts = {k: data[k] for k in AMOUNTS if data.get(k) is not None}
+        try:
+            created = quota_requests.quota_request_submit(
+                user=request.user, team=data["team"], instance_type=data["instance_type"], amounts=amounts,
+                start_on=data["start_on"], why=data["why"], url_for=self._url_for(),
+            )  # fmt: skip
+        except ValidationError as exc:
+            raise _validation(exc) from None
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        return self._done(created, status.HTTP_201_CREATED)
+
+    def _decide(self, pk, act):
+        obj = self.get_object()
+        try:
+            act(obj)
+        except ValidationError as exc:
+            raise _validation(exc) from None
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        return self._done(obj)
+
+    @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
+        return self._decide(pk, lambda r: quota_requests.quota_request_approve(
+            request=r, user=request.user, reason=str(reason), url_for=self._url_for()))  # fmt: skip
+
+    @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def refuse(self, request, pk=None):
+        reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
+        return self._decide(pk, lambda r: quota_requests.quota_request_refuse(
+            request=r, user=request.user, reason=str(reason), url_for=self._url_for()))  # fmt: skip
+
+    @extend_schema(request=ChangeSerializer, responses=QuotaRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def change(self, request, pk=None):
+        incoming = ChangeSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        amounts = {k: data[k] for k in AMOUNTS if data.get(k) is not None}
+        return self._decide(pk, lambda r: quota_requests.quota_request_change(
+            request=r, user=request.user, amounts=amounts, reason=data.get("reason", ""),
+            url_for=self._url_for()))  # fmt: skip
+
+    @extend_schema(request=None, responses=QuotaRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def withdraw(self, request, pk=None):
+        return self._decide(pk, lambda r: quota_requests.quota_request_withdraw(request=r, user=request.user))

@@ -8,6 +8,7 @@ from scheduling.whatif import api
 
 router = SimpleRouter()
 router.register("whatif/replays", api.ReplayViewSet, basename="replay")
+router.register("quota-requests", api.QuotaRequestViewSet, basename="quota-request")
 
 urlpatterns = [
     path("teams/<int:pk>/fair-share/", api.TeamFairShareView.as_view(), name="api-team-fair-share"),

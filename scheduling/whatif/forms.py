@@ -2,6 +2,7 @@
 
 from django import forms
 
+from quotas.models import InstanceType, Team
 from scheduling.whatif.models import MAX_WINDOW_DAYS
 
 
@@ -26,3 +27,37 @@ class DecisionForm(forms.Form):
         max_length=250,
         widget=forms.TextInput(attrs={"placeholder": "why (recorded in the history with a link to this replay)"}),
     )
+
+
+class AmountsForm(forms.Form):
+    """The allocation fields of a request; their bounds are the allocation model's validators (services)."""
+
+    accelerators = forms.IntegerField(required=False, min_value=0, help_text="accelerators (GPUs or Neuron devices)")
+    instances = forms.IntegerField(required=False, min_value=0, help_text="or whole instances")
+    vcpus = forms.FloatField(required=False, min_value=0, help_text="empty: in proportion")
+    memory_gib = forms.FloatField(required=False, min_value=0, help_text="empty: in proportion")
+
+    def amounts(self) -> dict:
+        return {k: v for k, v in self.cleaned_data.items() if k in AMOUNT_FIELDS and v is not None}
+
+
+AMOUNT_FIELDS = ("accelerators", "instances", "vcpus", "memory_gib")
+
+
+class QuotaRequestForm(AmountsForm):
+    team = forms.ModelChoiceField(queryset=Team.objects.none())
+    instance_type = forms.ModelChoiceField(queryset=InstanceType.objects.order_by("name"))
+    start_on = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), help_text="from when")
+    why = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 4}),
+                          help_text="what the team will run, and what happens without it")  # fmt: skip
+
+    field_order = ["team", "instance_type", "accelerators", "instances", "vcpus", "memory_gib", "start_on", "why"]
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        teams = Team.objects.order_by("name")
+        self.fields["team"].queryset = teams if user.is_portal_admin else teams.filter(members=user)
+
+
+class ChangeForm(AmountsForm):
+    reason = forms.CharField(required=False, max_length=2000)

@@ -20,3 +20,11 @@ def replay_run_task(replay_id: int) -> dict:
     if replay.status == ReplayStatus.FAILED:
         log.warning("replay %s failed: %s", replay_id, replay.message)
     return {"status": replay.status}
+
+
+@shared_task(name="scheduling.whatif.tasks.apply_due_requests_task", ignore_result=True)
+def apply_due_requests_task() -> dict:
+    """Approved quota requests whose date has come become the allocation (a version naming the request)."""
+    from scheduling.whatif.requests import apply_due_requests
+
+    return {"applied": apply_due_requests()}

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from scheduling.whatif import views
+from scheduling.whatif import request_views, views
 
 urlpatterns = [
     path("teams/<int:pk>/fair-share/", views.team_fair_share, name="team-fair-share"),
@@ -11,4 +11,11 @@ urlpatterns = [
     path("whatif/replays/<int:pk>/", views.replay_detail, name="replay-detail"),
     path("whatif/replays/<int:pk>/save/", views.replay_save, name="replay-save"),
     path("whatif/replays/<int:pk>/discard/", views.replay_discard, name="replay-discard"),
+    path("quota-requests/", request_views.request_list, name="request-list"),
+    path("quota-requests/new/", request_views.request_new, name="request-new"),
+    path("quota-requests/<int:pk>/", request_views.request_detail, name="request-detail"),
+    path("quota-requests/<int:pk>/approve/", request_views.request_approve, name="request-approve"),
+    path("quota-requests/<int:pk>/change/", request_views.request_change, name="request-change"),
+    path("quota-requests/<int:pk>/refuse/", request_views.request_refuse, name="request-refuse"),
+    path("quota-requests/<int:pk>/withdraw/", request_views.request_withdraw, name="request-withdraw"),
 ]

@@ -164,3 +164,29 @@ class Notification(models.Model):
 
     def __str__(self):
         return self.text
+
+
+class AdviceKind(models.TextChoices):
+    UNDERUSED = "underused", "Quota mostly unused"
+    STARVED = "starved", "Quota always exhausted, work waiting, borrowing at its limit"
+    UNALLOCATED = "unallocated", "Capacity nobody has quota for"
+
+
+class Advice(models.Model):
+    """One right-sizing proposal from the weekly reading of usage: a quota change for a team on an instance
+    type (or a change of inventory), the evidence for it, and the draft that a what-if replay would test."""
+
+    batch = models.DateTimeField(db_index=True, help_text="the weekly run that proposed it")
+    kind = models.CharField(max_length=16, choices=AdviceKind.choices)
+    team = models.ForeignKey("quotas.Team", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    instance_type = models.ForeignKey("quotas.InstanceType", on_delete=models.CASCADE, related_name="+")
+    summary = models.CharField(max_length=300)
+    evidence = models.JSONField(default=list, help_text="the numbers behind it, one line each")
+    draft = models.JSONField(help_text="the proposal, in the `quotas export` format")
+    replay = models.ForeignKey(Replay, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-batch", "kind", "id"]
+
+    def __str__(self):
+        return self.summary

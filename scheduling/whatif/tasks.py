@@ -28,3 +28,11 @@ def apply_due_requests_task() -> dict:
     from scheduling.whatif.requests import apply_due_requests
 
     return {"applied": apply_due_requests()}
+
+
+@shared_task(name="scheduling.whatif.tasks.right_sizing_task", ignore_result=True)
+def right_sizing_task() -> dict:
+    """Weekly: read four weeks of usage and propose quota changes with their evidence."""
+    from scheduling.whatif.advice import advise
+
+    return {"proposals": len(advise())}

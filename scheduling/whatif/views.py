@@ -16,8 +16,10 @@ from quotas.allocation_editor import rows_from_post
 from quotas.forms import ClusterPolicyForm
 from quotas.models import Team
 from scheduling.whatif import selectors, services
+from scheduling.whatif.advice import advice_replay as advice_replay_service
 from scheduling.whatif.fairshare import fair_share_explained
 from scheduling.whatif.forms import DecisionForm, ReplayForm
+from scheduling.whatif.models import Advice
 
 
 def admin_required(view):
@@ -175,4 +177,27 @@ def replay_discard(request, pk):
         messages.error(request, " ".join(exc.messages))
     else:
         messages.info(request, "Threw the draft away; the configuration is unchanged.")
+    return redirect(replay)
+
+
+@require_GET
+@reader_required
+def advice_list(request):
+    """This week's right-sizing proposals, each with its evidence and a one-click replay (admins)."""
+    latest = Advice.objects.order_by("-batch").values_list("batch", flat=True).first()
+    proposals = Advice.objects.filter(batch=latest).select_related("team", "instance_type", "replay") if latest else []
+    return render(request, "whatif/advice.html", {"proposals": proposals, "batch": latest})
+
+
+@require_POST
+@admin_required
+def advice_replay(request, pk):
+    advice = get_object_or_404(Advice, pk=pk)
+    if advice.replay_id:
+        return redirect(advice.replay)
+    try:
+        replay = advice_replay_service(advice=advice, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("whatif:advice")
     return redirect(replay)

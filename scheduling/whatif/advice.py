@@ -45,9 +45,16 @@ def _allocations_with(team: str, type_name: str, accelerators: int) -> dict:
 
 def _hourly(since, until) -> dict[tuple[int, int], list]:
     rows = UsageRollup.objects.filter(granularity=Granularity.HOUR, bucket__gte=since, bucket__lt=until).values_list(
-        "team_id", "instance_type_id", "bucket", "max_used_acc", "used_acc", "borrowed_acc", "pending_acc",
-        "max_pending_acc", "quota_acc",
-    )  # fmt: skip
+        "team_id",
+        "instance_type_id",
+        "bucket",
+        "max_used_acc",
+        "used_acc",
+        "borrowed_acc",
+        "pending_acc",
+        "max_pending_acc",
+        "quota_acc",
+    )
     out = defaultdict(list)
     for team_id, type_id, *rest in rows:
         out[(team_id, type_id)].append(rest)
@@ -71,14 +78,20 @@ def _underused(team: Team, it: InstanceType, rows, since) -> Advice | None:
     if proposed >= quota:
         return None
     return Advice(
-        kind=AdviceKind.UNDERUSED, team=team, instance_type=it,
+        kind=AdviceKind.UNDERUSED,
+        team=team,
+        instance_type=it,
         summary=f"{team.name}: {it.name} quota {quota:g} → {proposed} accelerators (mostly unused)",
-        evidence=[f"week {i + 1}: 95th percentile of hourly peak use {p:.1f} of {quota:g} ({100 * p / quota:.0f} %)"
-                  for i, p in enumerate(weekly)]
-        + [f"below {100 * UNDERUSED_BELOW:.0f} % of quota in every one of the last {WEEKS} weeks",
-           f"proposed: the highest weekly p95 ({max(weekly):.1f}) plus a quarter, rounded up"],
+        evidence=[
+            f"week {i + 1}: 95th percentile of hourly peak use {p:.1f} of {quota:g} ({100 * p / quota:.0f} %)"
+            for i, p in enumerate(weekly)
+        ]
+        + [
+            f"below {100 * UNDERUSED_BELOW:.0f} % of quota in every one of the last {WEEKS} weeks",
+            f"proposed: the highest weekly p95 ({max(weekly):.1f}) plus a quarter, rounded up",
+        ],
         draft=_allocations_with(team.name, it.name, proposed),
-    )  # fmt: skip
+    )
 
 
 def _starved(team: Team, it: InstanceType, rows) -> Advice | None:
@@ -93,7 +106,9 @@ def _starved(team: Team, it: InstanceType, rows) -> Advice | None:
     more = max(1, math.ceil(percentile([r[4] for r in starved], 50)))
     limit_words = "may not borrow" if limit == 0 else f"borrow limit {limit:g} ({team.borrow_limit_pct:g} % of quota)"
     return Advice(
-        kind=AdviceKind.STARVED, team=team, instance_type=it,
+        kind=AdviceKind.STARVED,
+        team=team,
+        instance_type=it,
         summary=f"{team.name}: {it.name} quota {quota:g} → {quota + more:g} accelerators (always exhausted)",
         evidence=[
             f"{100 * share:.0f} % of {len(rows)} hours: all {quota:g} of its quota in use, work waiting, and "
@@ -103,7 +118,7 @@ def _starved(team: Team, it: InstanceType, rows) -> Advice | None:
             f"proposed: quota plus the median waiting demand, rounded up (+{more})",
         ],
         draft=_allocations_with(team.name, it.name, int(quota + more)),
-    )  # fmt: skip
+    )
 
 
 def _unallocated(it: InstanceType, nodes: int, allocated: float, borrowers: dict[Team, list[float]]):
@@ -111,23 +126,36 @@ def _unallocated(it: InstanceType, nodes: int, allocated: float, borrowers: dict
     free = capacity - allocated
     if it.accelerators < 1 or free < 1 - EPS:
         return None
-    base = [f"{it.name}: {capacity:g} accelerators on {nodes} nodes, {allocated:g} under some team's quota, "
-            f"{free:g} under none"]  # fmt: skip
+    base = [
+        f"{it.name}: {capacity:g} accelerators on {nodes} nodes, {allocated:g} under some team's quota, "
+        f"{free:g} under none"
+    ]
     if borrowers:
         team, borrowed = max(borrowers.items(), key=lambda kv: (sum(kv[1]), kv[0].name))
         p95 = percentile(borrowed, 95)
         give = min(int(free), max(1, math.ceil(p95)))
         current = next(
-            (a["accelerators"] or 0 for t in iac.export_config()["teams"] if t["name"] == team.name
-             for name, a in t["allocations"].items() if name == it.name and a.get("accelerators") is not None), 0
-        )  # fmt: skip
+            (
+                a["accelerators"] or 0
+                for t in iac.export_config()["teams"]
+                if t["name"] == team.name
+                for name, a in t["allocations"].items()
+                if name == it.name and a.get("accelerators") is not None
+            ),
+            0,
+        )
         return Advice(
-            kind=AdviceKind.UNALLOCATED, team=team, instance_type=it,
+            kind=AdviceKind.UNALLOCATED,
+            team=team,
+            instance_type=it,
             summary=f"{team.name}: give it {give} of the {free:g} unallocated accelerators of {it.name}",
-            evidence=base + [f"{team.name} borrowed there most: {sum(borrowed):.0f} accelerator-hours in "
-                             f"{WEEKS} weeks, 95th percentile {p95:.1f} at a time"],
+            evidence=base
+            + [
+                f"{team.name} borrowed there most: {sum(borrowed):.0f} accelerator-hours in "
+                f"{WEEKS} weeks, 95th percentile {p95:.1f} at a time"
+            ],
             draft=_allocations_with(team.name, it.name, int(current + give)),
-        )  # fmt: skip
+        )
     idle_nodes = int(free // it.accelerators)
     if idle_nodes < 1:
         return None
@@ -142,12 +170,14 @@ def _unallocated(it: InstanceType, nodes: int, allocated: float, borrowers: dict
             g["node_count"] -= cut
             left -= cut
     return Advice(
-        kind=AdviceKind.UNALLOCATED, team=None, instance_type=it,
+        kind=AdviceKind.UNALLOCATED,
+        team=None,
+        instance_type=it,
         summary=f"{it.name}: {idle_nodes} node{'s' if idle_nodes != 1 else ''} nobody has quota for and nobody "
-                "borrowed: remove them",
+        "borrowed: remove them",
         evidence=base + [f"no team borrowed on {it.name} in {WEEKS} weeks"],
         draft={"node_groups": groups},
-    )  # fmt: skip
+    )
 
 
 @transaction.atomic
@@ -186,8 +216,9 @@ def advise(*, now=None) -> list[Advice]:
 
 def advice_replay(*, advice: Advice, user, window_days: int = 30):
     """The proposal's what-if replay (one click on the advice page)."""
-    replay = services.replay_create(user=user, draft=advice.draft, window_days=window_days,
-                                    title=f"advice: {advice.summary}")  # fmt: skip
+    replay = services.replay_create(
+        user=user, draft=advice.draft, window_days=window_days, title=f"advice: {advice.summary}"
+    )
     advice.replay = replay
     advice.save(update_fields=["replay"])
     return replay

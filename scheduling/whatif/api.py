@@ -184,9 +184,27 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = QuotaRequest
-        fields = ["id", "team", "instance_type", "requested_by", "created_at", "instances", "accelerators", "vcpus",
-                  "memory_gib", "current", "start_on", "why", "status", "replay", "decided_by", "decided_at",
-                  "decision_reason", "version", "events"]  # fmt: skip
+        fields = [
+            "id",
+            "team",
+            "instance_type",
+            "requested_by",
+            "created_at",
+            "instances",
+            "accelerators",
+            "vcpus",
+            "memory_gib",
+            "current",
+            "start_on",
+            "why",
+            "status",
+            "replay",
+            "decided_by",
+            "decided_at",
+            "decision_reason",
+            "version",
+            "events",
+        ]
         read_only_fields = fields
 
     def get_events(self, obj) -> list[dict]:
@@ -252,9 +270,14 @@ class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         amounts = {k: data[k] for k in AMOUNTS if data.get(k) is not None}
         try:
             created = quota_requests.quota_request_submit(
-                user=request.user, team=data["team"], instance_type=data["instance_type"], amounts=amounts,
-                start_on=data["start_on"], why=data["why"], url_for=self._url_for(),
-            )  # fmt: skip
+                user=request.user,
+                team=data["team"],
+                instance_type=data["instance_type"],
+                amounts=amounts,
+                start_on=data["start_on"],
+                why=data["why"],
+                url_for=self._url_for(),
+            )
         except ValidationError as exc:
             raise _validation(exc) from None
         except DjangoPermissionDenied as exc:
@@ -275,15 +298,23 @@ class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
         reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
-        return self._decide(pk, lambda r: quota_requests.quota_request_approve(
-            request=r, user=request.user, reason=str(reason), url_for=self._url_for()))  # fmt: skip
+        return self._decide(
+            pk,
+            lambda r: quota_requests.quota_request_approve(
+                request=r, user=request.user, reason=str(reason), url_for=self._url_for()
+            ),
+        )
 
     @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
     @action(detail=True, methods=["post"])
     def refuse(self, request, pk=None):
         reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
-        return self._decide(pk, lambda r: quota_requests.quota_request_refuse(
-            request=r, user=request.user, reason=str(reason), url_for=self._url_for()))  # fmt: skip
+        return self._decide(
+            pk,
+            lambda r: quota_requests.quota_request_refuse(
+                request=r, user=request.user, reason=str(reason), url_for=self._url_for()
+            ),
+        )
 
     @extend_schema(request=ChangeSerializer, responses=QuotaRequestSerializer)
     @action(detail=True, methods=["post"])
@@ -292,9 +323,12 @@ class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         amounts = {k: data[k] for k in AMOUNTS if data.get(k) is not None}
-        return self._decide(pk, lambda r: quota_requests.quota_request_change(
-            request=r, user=request.user, amounts=amounts, reason=data.get("reason", ""),
-            url_for=self._url_for()))  # fmt: skip
+        return self._decide(
+            pk,
+            lambda r: quota_requests.quota_request_change(
+                request=r, user=request.user, amounts=amounts, reason=data.get("reason", ""), url_for=self._url_for()
+            ),
+        )
 
     @extend_schema(request=None, responses=QuotaRequestSerializer)
     @action(detail=True, methods=["post"])

@@ -48,8 +48,11 @@ class QuotaRequestForm(AmountsForm):
     team = forms.ModelChoiceField(queryset=Team.objects.none())
     instance_type = forms.ModelChoiceField(queryset=InstanceType.objects.order_by("name"))
     start_on = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), help_text="from when")
-    why = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 4}),
-                          help_text="what the team will run, and what happens without it")  # fmt: skip
+    why = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="what the team will run, and what happens without it",
+    )
 
     field_order = ["team", "instance_type", "accelerators", "instances", "vcpus", "memory_gib", "start_on", "why"]
 

@@ -114,9 +114,13 @@ class QuotaRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True, max_length=2000)
     version = models.ForeignKey(
-        "quotas.ConfigVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        "quotas.ConfigVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="the allocation version the approval saved",
-    )  # fmt: skip
+    )
 
     objects = QuotaRequestQuerySet.as_manager()
 
@@ -138,8 +142,9 @@ class RequestEvent(models.Model):
 
     request = models.ForeignKey(QuotaRequest, on_delete=models.CASCADE, related_name="events")
     at = models.DateTimeField(default=timezone.now)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="+")  # fmt: skip
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     action = models.CharField(max_length=32)
     text = models.TextField(blank=True)
 

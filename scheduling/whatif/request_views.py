@@ -36,8 +36,14 @@ def request_list(request):
     visible = QuotaRequest.objects.visible_to(request.user).select_related("team", "instance_type", "requested_by")
     notes = list(Notification.objects.filter(user=request.user, read_at__isnull=True)[:20])
     Notification.objects.filter(pk__in=[n.pk for n in notes]).update(read_at=timezone.now())
-    rows = [{"r": r, "asked": quota_requests.describe(r.amounts(), r.instance_type),
-             "now": quota_requests.describe(r.current, r.instance_type)} for r in visible[:200]]  # fmt: skip
+    rows = [
+        {
+            "r": r,
+            "asked": quota_requests.describe(r.amounts(), r.instance_type),
+            "now": quota_requests.describe(r.current, r.instance_type),
+        }
+        for r in visible[:200]
+    ]
     return render(request, "whatif/request_list.html", {"rows": rows, "notifications": notes})
 
 
@@ -45,15 +51,21 @@ def request_list(request):
 def request_new(request):
     if request.user.is_manager:
         raise PermissionDenied("managers read requests; scientists and admins make them")
-    form = QuotaRequestForm(request.POST or None, user=request.user,
-                            initial={"start_on": timezone.localdate(), **request.GET.dict()})  # fmt: skip
+    form = QuotaRequestForm(
+        request.POST or None, user=request.user, initial={"start_on": timezone.localdate(), **request.GET.dict()}
+    )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             created = quota_requests.quota_request_submit(
-                user=request.user, team=data["team"], instance_type=data["instance_type"], amounts=form.amounts(),
-                start_on=data["start_on"], why=data["why"], url_for=_url_for(request),
-            )  # fmt: skip
+                user=request.user,
+                team=data["team"],
+                instance_type=data["instance_type"],
+                amounts=form.amounts(),
+                start_on=data["start_on"],
+                why=data["why"],
+                url_for=_url_for(request),
+            )
         except ValidationError as exc:
             _errors(request, form, exc)
         else:
@@ -125,8 +137,13 @@ def request_change(request, pk):
             raise PermissionDenied("only admins change quota requests")
         if not form.is_valid():
             raise ValidationError(" ".join(e for errors in form.errors.values() for e in errors))
-        quota_requests.quota_request_change(request=r, user=request.user, amounts=form.amounts(),
-                                            reason=form.cleaned_data["reason"], url_for=_url_for(request))  # fmt: skip
+        quota_requests.quota_request_change(
+            request=r,
+            user=request.user,
+            amounts=form.amounts(),
+            reason=form.cleaned_data["reason"],
+            url_for=_url_for(request),
+        )
         messages.success(request, f"Changed quota request #{r.pk}; its replay runs again.")
 
     return _act(request, pk, change)

@@ -108,8 +108,9 @@ def _require_admin(user) -> None:
 
 
 @transaction.atomic
-def quota_request_submit(*, user, team: Team, instance_type: InstanceType, amounts: dict, start_on: date,
-                         why: str, url_for=None) -> QuotaRequest:  # fmt: skip
+def quota_request_submit(
+    *, user, team: Team, instance_type: InstanceType, amounts: dict, start_on: date, why: str, url_for=None
+) -> QuotaRequest:
     """A scientist of the team (or an admin) asks. The replay is queued at once."""
     if not (user.is_portal_admin or (user.is_scientist and team.members.filter(pk=user.pk).exists())):
         raise PermissionDenied("only the team's members ask for its quota")
@@ -118,8 +119,15 @@ def quota_request_submit(*, user, team: Team, instance_type: InstanceType, amoun
     if not (why or "").strip():
         raise ValidationError({"why": "say why the team needs it"})
     cleaned = _clean_amounts(team, instance_type, amounts)
-    request = QuotaRequest(team=team, instance_type=instance_type, requested_by=user, start_on=start_on,
-                           why=why.strip(), current=_current(team, instance_type), **cleaned)  # fmt: skip
+    request = QuotaRequest(
+        team=team,
+        instance_type=instance_type,
+        requested_by=user,
+        start_on=start_on,
+        why=why.strip(),
+        current=_current(team, instance_type),
+        **cleaned,
+    )
     request.full_clean()
     request.save()
     now, asked = describe(request.current, instance_type), describe(cleaned, instance_type)
@@ -149,8 +157,9 @@ def quota_request_change(*, request: QuotaRequest, user, amounts: dict, reason: 
     _event(request, user, "changed", f"{before} → {after}" + (f": {reason.strip()}" if reason.strip() else ""))
     _event(request, None, "replayed", f"what-if replay #{request.replay.pk} of the changed amounts queued")
     url = url_for(request) if url_for else request.get_absolute_url()
-    _notify([request.requested_by], f"{user.username} changed your quota request #{request.pk}: {before} → {after}",
-            url)  # fmt: skip
+    _notify(
+        [request.requested_by], f"{user.username} changed your quota request #{request.pk}: {before} → {after}", url
+    )
     return request
 
 
@@ -168,8 +177,11 @@ def quota_request_approve(*, request: QuotaRequest, user, reason: str = "", url_
         _apply(request, url_for=url_for)
     else:
         url = url_for(request) if url_for else request.get_absolute_url()
-        _notify([request.requested_by, user], f"Quota request #{request.pk} approved: it takes effect on "
-                f"{request.start_on}", url)  # fmt: skip
+        _notify(
+            [request.requested_by, user],
+            f"Quota request #{request.pk} approved: it takes effect on {request.start_on}",
+            url,
+        )
     return request
 
 
@@ -185,9 +197,12 @@ def _apply(request: QuotaRequest, *, url_for=None) -> None:
     number = f"version {version.number}" if version else "no change: the allocation was already so"
     _event(request, request.decided_by, "applied", f"{request.team.name}'s allocation saved ({number})")
     url = url_for(request) if url_for else request.get_absolute_url()
-    _notify([request.requested_by, request.decided_by],
-            f"Quota request #{request.pk} is in effect: {request.team.name} has {describe(request.amounts(), it)} "
-            f"of {it.name}", url)  # fmt: skip
+    _notify(
+        [request.requested_by, request.decided_by],
+        f"Quota request #{request.pk} is in effect: {request.team.name} has {describe(request.amounts(), it)} "
+        f"of {it.name}",
+        url,
+    )
 
 
 @transaction.atomic
@@ -201,8 +216,9 @@ def quota_request_refuse(*, request: QuotaRequest, user, reason: str, url_for=No
     request.save()
     _event(request, user, "refused", reason.strip())
     url = url_for(request) if url_for else request.get_absolute_url()
-    _notify([request.requested_by], f"Quota request #{request.pk} was refused by {user.username}: {reason.strip()}",
-            url)  # fmt: skip
+    _notify(
+        [request.requested_by], f"Quota request #{request.pk} was refused by {user.username}: {reason.strip()}", url
+    )
     return request
 
 

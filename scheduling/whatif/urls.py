@@ -7,6 +7,7 @@ urlpatterns = [
     path("whatif/", views.replay_list, name="replay-list"),
     path("whatif/new/", views.replay_new, name="replay-new"),
     path("whatif/from-allocations/<int:pk>/", views.replay_from_allocations, name="replay-from-allocations"),
+    path("whatif/from-team/<int:pk>/", views.replay_from_team, name="replay-from-team"),
     path("whatif/from-policy/", views.replay_from_policy, name="replay-from-policy"),
     path("whatif/replays/<int:pk>/", views.replay_detail, name="replay-detail"),
     path("whatif/replays/<int:pk>/save/", views.replay_save, name="replay-save"),

@@ -13,13 +13,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from quotas import iac
 from quotas.allocation_editor import rows_from_post
-from quotas.forms import ClusterPolicyForm
+from quotas.forms import ClusterPolicyForm, TeamForm
 from quotas.models import Team
 from scheduling.whatif import selectors, services
 from scheduling.whatif.advice import advice_replay as advice_replay_service
 from scheduling.whatif.fairshare import fair_share_explained
 from scheduling.whatif.forms import DecisionForm, ReplayForm
 from scheduling.whatif.models import Advice
+
+TEAM_DRAFT_FIELDS = ("cohort", "fair_share_weight", "sharing", "borrow_limit_pct", "preempt_team_tasks")
 
 
 def admin_required(view):
@@ -110,6 +112,21 @@ def replay_from_allocations(request, pk):
     allocations = {row["form"].instance_type.name: row["form"].allocation() for row in rows}
     draft = services.draft_with_team(team_name=team.name, allocations=allocations)
     return _start(request, draft, title=f"{team.name}: allocation draft", back=back)
+
+
+@require_POST
+@admin_required
+def replay_from_team(request, pk):
+    """The team form's "Replay this draft": weight, sharing, borrow limit, cohort, preemption."""
+    team = get_object_or_404(Team, pk=pk)
+    form = TeamForm(request.POST, instance=Team.objects.get(pk=team.pk))
+    back = reverse("quotas:team-edit", args=[team.pk])
+    if not form.is_valid():
+        messages.error(request, "Fix the team's errors before replaying it.")
+        return redirect(back)
+    fields = {k: v for k, v in form.service_fields().items() if k in TEAM_DRAFT_FIELDS}
+    draft = services.draft_with_team(team_name=team.name, fields=fields)
+    return _start(request, draft, title=f"{team.name}: policy draft", back=back)
 
 
 @require_POST

@@ -18,10 +18,17 @@ NOW = timezone.now().replace(minute=0, second=0, microsecond=0)
 
 def _hours(team, it, **measures):
     return [
-        UsageRollup(granularity=Granularity.HOUR, bucket=NOW - timedelta(hours=h), team=team, instance_type=it,
-                    samples=60, seconds=3600, **{k: (v(h) if callable(v) else v) for k, v in measures.items()})
+        UsageRollup(
+            granularity=Granularity.HOUR,
+            bucket=NOW - timedelta(hours=h),
+            team=team,
+            instance_type=it,
+            samples=60,
+            seconds=3600,
+            **{k: (v(h) if callable(v) else v) for k, v in measures.items()},
+        )
         for h in range(1, 28 * 24 + 1)
-    ]  # fmt: skip
+    ]
 
 
 @pytest.fixture
@@ -30,8 +37,9 @@ def usage(team_a, team_b, p5):
     team_b.save()
     NodeGroup.objects.filter(instance_type=p5).update(node_count=3)  # 24 GPUs, 12 under quota
     rows = _hours(team_a, p5, quota_acc=8, used_acc=1.5, max_used_acc=lambda h: 3 if h % 24 == 0 else 2)
-    rows += _hours(team_b, p5, quota_acc=4, used_acc=4, max_used_acc=4, pending_acc=lambda h: 6 if h % 5 else 0,
-                   max_pending_acc=8)  # fmt: skip
+    rows += _hours(
+        team_b, p5, quota_acc=4, used_acc=4, max_used_acc=4, pending_acc=lambda h: 6 if h % 5 else 0, max_pending_acc=8
+    )
     UsageRollup.objects.bulk_create(rows)
 
 

@@ -25,8 +25,14 @@ def emails(users):
 
 
 def _ask(user, team, it, accelerators=12, start_on=None, why="a bigger model"):
-    return qr.quota_request_submit(user=user, team=team, instance_type=it, amounts={"accelerators": accelerators},
-                                   start_on=start_on or timezone.localdate(), why=why)  # fmt: skip
+    return qr.quota_request_submit(
+        user=user,
+        team=team,
+        instance_type=it,
+        amounts={"accelerators": accelerators},
+        start_on=start_on or timezone.localdate(),
+        why=why,
+    )
 
 
 def test_ask_replay_approve_writes_a_version_naming_the_request(emails, team_a, p5, django_capture_on_commit_callbacks):
@@ -103,8 +109,9 @@ def test_bad_input_is_a_clear_error_and_saves_nothing(users, team_a, p5):
     with pytest.raises(ValidationError, match="say why"):
         _ask(users["scientist"], team_a, p5, why="  ")
     with pytest.raises(ValidationError, match="how much"):
-        qr.quota_request_submit(user=users["scientist"], team=team_a, instance_type=p5, amounts={},
-                                start_on=timezone.localdate(), why="x")  # fmt: skip
+        qr.quota_request_submit(
+            user=users["scientist"], team=team_a, instance_type=p5, amounts={}, start_on=timezone.localdate(), why="x"
+        )
     assert QuotaRequest.objects.count() == 0
 
 
@@ -135,13 +142,22 @@ def test_pages_and_api_for_every_role(client_for, api_for, users, team_a, p5, ro
 def test_api_create_and_bad_input(api_for, users, team_a, team_b, p5):
     api = api_for(users["scientist"])
     today = timezone.localdate().isoformat()
-    ok = api.post("/api/quota-requests/", {"team": "team-a", "instance_type": p5.name, "accelerators": 4,
-                                           "start_on": today, "why": "less is enough"}, format="json")  # fmt: skip
+    ok = api.post(
+        "/api/quota-requests/",
+        {"team": "team-a", "instance_type": p5.name, "accelerators": 4, "start_on": today, "why": "less is enough"},
+        format="json",
+    )
     assert ok.status_code == 201 and ok.json()["current"] == {"accelerators": 8} and ok.json()["replay"]
-    other = api.post("/api/quota-requests/", {"team": "team-b", "instance_type": p5.name, "accelerators": 4,
-                                              "start_on": today, "why": "x"}, format="json")  # fmt: skip
+    other = api.post(
+        "/api/quota-requests/",
+        {"team": "team-b", "instance_type": p5.name, "accelerators": 4, "start_on": today, "why": "x"},
+        format="json",
+    )
     assert other.status_code == 400 and "no such team" in str(other.json())
-    past = api.post("/api/quota-requests/", {"team": "team-a", "instance_type": p5.name, "accelerators": 4,
-                                             "start_on": "2000-01-01", "why": "x"}, format="json")  # fmt: skip
+    past = api.post(
+        "/api/quota-requests/",
+        {"team": "team-a", "instance_type": p5.name, "accelerators": 4, "start_on": "2000-01-01", "why": "x"},
+        format="json",
+    )
     assert past.status_code == 400 and "today or later" in str(past.json())
     assert QuotaRequest.objects.count() == 1

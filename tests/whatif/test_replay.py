@@ -59,9 +59,12 @@ def test_an_unchanged_draft_reproduces_what_happened(admin, history):
 
 
 def test_removing_nodes_makes_waits_longer(admin, history):
-    draft = {"node_groups": [{"name": g.name, "instance_type": g.instance_type.name,
-                              "node_count": max(1, g.node_count // 4)}
-                             for g in NodeGroup.objects.select_related("instance_type")]}  # fmt: skip
+    draft = {
+        "node_groups": [
+            {"name": g.name, "instance_type": g.instance_type.name, "node_count": max(1, g.node_count // 4)}
+            for g in NodeGroup.objects.select_related("instance_type")
+        ]
+    }
     replay = _run(admin, history, draft)
     assert replay.status == ReplayStatus.DONE, replay.message
     cluster = replay.results["cluster"]
@@ -180,3 +183,22 @@ def test_allocation_editor_replays_its_draft(client_for, admin, history):
     assert response.status_code == 302 and response["Location"] == replay.get_absolute_url()
     assert any("research" in line for line in replay.changes)
     assert Team.objects.get(name="research").allocations.get(instance_type=it).accelerators != 16  # not saved
+
+
+def test_team_form_replays_its_draft(client_for, admin, history):
+    team = Team.objects.get(name="vision")
+    data = {
+        "name": "vision",
+        "namespace": team.namespace,
+        "cohort": "default",
+        "fair_share_weight": "5",
+        "sharing": "LendAndBorrow",
+        "borrow_limit_pct": "",
+        "preempt_team_tasks": "Never",
+        "window_days": "2",
+    }
+    response = client_for(admin).post(reverse("whatif:replay-from-team", args=[team.pk]), data)
+    replay = Replay.objects.get()
+    assert response["Location"] == replay.get_absolute_url()
+    assert any("fair-share weight: 2 → 5" in line for line in replay.changes)
+    assert Team.objects.get(name="vision").fair_share_weight == 2.0  # a draft, not saved

@@ -43,3 +43,12 @@ def test_request_replay_approve_new_version(users, team_a, team_b, p5, login, pa
     page.get_by_role("link", name=f"saved as version {version.number}").click()
     expect(page.locator("body")).to_contain_text(f"quota request #{request.pk} by sam")
     screenshot(page, "quota-request-history")
+
+
+def test_the_team_page_unfolds_the_fair_share_derivation(users, team_a, team_b, login, page, live_server):
+    login("sam")
+    page.goto(f"{live_server.url}/teams/{team_a.pk}/")
+    page.get_by_test_id("fair-share-explained").click()
+    derivation = page.locator("[data-testid=derivation]").first
+    expect(derivation).to_contain_text("The cohort “default” pools")
+    expect(derivation.locator("li").last).to_have_text("Fair share of team-a on ml.p5.48xlarge: 0 GPUs.")

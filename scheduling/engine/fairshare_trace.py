@@ -44,6 +44,7 @@ class CellNote:
     names: dict[int, str]
     _cell: tuple[int, int]
     lines: list[Line] = field(default_factory=list)
+    _idle: set = field(default_factory=set)  # teams with neither quota nor demand on this cell
 
     @property
     def unit(self) -> str:
@@ -59,18 +60,25 @@ class CellNote:
 
     def nominal_parts(self, members: list[TeamBook], demand, given) -> None:
         f, r = self._cell
+        idle = []
         for t in members:
             d, n = demand[t.idx][f][r], t.nominal[f][r]
+            if d <= EPS and n <= EPS:
+                idle.append(t.name)
+                continue
             demand_words = f"its demand (running and waiting work) {fmt(d)}"
             if d <= n + EPS:
                 why = f"{demand_words} is within its nominal quota {fmt(n)}, so it first gets {fmt(d)}"
             else:
                 why = f"{demand_words} exceeds its nominal quota {fmt(n)}, so it first gets its quota, {fmt(n)}"
             self._add(f"{t.name}: {why}.", "nominal", t.name, d)
+        if idle:
+            self._add(f"No quota and no demand here: {', '.join(idle)}.", "nominal")
+        self._idle = set(idle)
 
     def pool(self, cohort: CohortBook, members, pool, drawn, given, demand, wants) -> None:
         f, r = self._cell
-        lent = {t.idx: t.lendable[f][r] for t in members}
+        lent = {t.idx: t.lendable[f][r] for t in members if t.nominal[f][r] > EPS}  # teams with quota here
 
         def held_back(i):
             t = next(m for m in members if m.idx == i)
@@ -81,10 +89,8 @@ class CellNote:
             return f" (its lending limit keeps {fmt(t.nominal[f][r] - t.lendable[f][r])} back)"
 
         uncovered = pool - sum(lent.values())
-        text = (
-            f"The cohort “{cohort.name}” pools {fmt(pool)} {self.unit} of {self.instance_type}: what its teams lend "
-            f"({self._list(lent, held_back)})"
-        )
+        lenders = f"what its teams lend ({self._list(lent, held_back)})" if lent else "nothing from its teams' quota"
+        text = f"The cohort “{cohort.name}” pools {fmt(pool)} {self.unit} of {self.instance_type}: {lenders}"
         if uncovered > EPS:
             text += f" plus {fmt(uncovered)} of capacity that no team's quota covers"
         self._add(text + ".", "pool")
@@ -94,7 +100,8 @@ class CellNote:
             "pool",
         )
         for t in members:
-            self._add(self._cap_line(t, demand[t.idx][f][r], given[t.idx], wants.get(t.idx, 0.0)), "cap", t.name)
+            if t.name not in self._idle:
+                self._add(self._cap_line(t, demand[t.idx][f][r], given[t.idx], wants.get(t.idx, 0.0)), "cap", t.name)
 
     def _cap_line(self, t: TeamBook, demand: float, given: float, want: float) -> str:
         f, r = self._cell
@@ -102,13 +109,16 @@ class CellNote:
             return f"{t.name} may not borrow (sharing: {t.team.sharing}), so it stays at {fmt(given)}."
         limit = t.limit[f][r]
         borrow = t.borrow_limit[f][r]
-        limit_words = (
-            "no borrow limit" if borrow == INF else f"borrow limit {fmt(borrow)} (so at most {fmt(limit)} in all)"
-        )
+        if borrow == INF:
+            limit_words = "no borrow limit"
+        elif borrow <= EPS:
+            limit_words = "a borrow limit of 0"
+        else:
+            limit_words = f"a borrow limit of {fmt(borrow)}, so at most {fmt(limit)} in all"
         if want <= EPS:
             if demand <= given + EPS:
-                return f"{t.name} wants no more: its demand {fmt(demand)} is met ({limit_words})."
-            return f"{t.name} wants more but its {limit_words} lets it take nothing beyond {fmt(given)}."
+                return f"{t.name} wants no more: its demand {fmt(demand)} is met."
+            return f"{t.name} wants more, but {limit_words} lets it take nothing beyond {fmt(given)}."
         cap = "its demand" if demand <= limit + EPS else "its borrow limit"
         return (
             f"{t.name} wants {fmt(want)} more, capped by {cap}: demand {fmt(demand)}, {limit_words}, "

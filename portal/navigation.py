@@ -12,7 +12,7 @@ ENTRIES = [
     ("Policy", "quotas:policy", "reader"),
     ("Usage", "usage:dashboard", "reader"),
     ("Reports", "usage:reports", "reader"),
-    ("Quota requests", "whatif:request-list", "all"),
+    ("Requests", "whatif:request-list", "all"),
     ("What-if", "whatif:replay-list", "reader"),
     ("Alerts", "usage:alerts", "admin"),
     ("Loop", "jobs:admission-runs", "admin"),

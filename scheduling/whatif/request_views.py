@@ -82,13 +82,18 @@ def _visible(request, pk) -> QuotaRequest:
 def request_detail(request, pk):
     quota_request = _visible(request, pk)
     replay = quota_request.replay if request.user.sees_all_teams else None
+    own_rows = []  # a scientist sees the replay's figures for the request's own team only
+    if not request.user.sees_all_teams and quota_request.replay and quota_request.replay.results:
+        own_rows = [
+            r for r in selectors.comparison_rows(quota_request.replay.results) if r["team"] == quota_request.team.name
+        ]
     context = {
         "req": quota_request,
         "asked": quota_requests.describe(quota_request.amounts(), quota_request.instance_type),
         "now": quota_requests.describe(quota_request.current, quota_request.instance_type),
         "events": quota_request.events.select_related("actor"),
         "replay": replay,
-        "rows": selectors.comparison_rows(replay.results or {}) if replay else [],
+        "rows": selectors.comparison_rows(replay.results or {}) if replay else own_rows,
         "decision_form": DecisionForm(),
         "change_form": ChangeForm(initial=quota_request.amounts()),
         "today": timezone.localdate(),

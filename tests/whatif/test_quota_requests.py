@@ -129,6 +129,8 @@ def test_pages_and_api_for_every_role(client_for, api_for, users, team_a, p5, ro
         assert 'data-testid="comparison"' in detail.content.decode()  # the replay beside the request
     if role == "scientist":
         assert 'data-testid="comparison"' not in detail.content.decode()  # other teams' figures stay hidden
+        assert 'data-testid="own-comparison"' in detail.content.decode()  # its own team's figures are shown
+        assert "team-b" not in detail.content.decode()
     listing = api_for(user).get("/api/quota-requests/")
     assert listing.status_code == (401 if role == "anonymous" else 200)
     if role != "anonymous":

@@ -202,3 +202,40 @@ def test_team_form_replays_its_draft(client_for, admin, history):
     assert response["Location"] == replay.get_absolute_url()
     assert any("fair-share weight: 2 → 5" in line for line in replay.changes)
     assert Team.objects.get(name="vision").fair_share_weight == 2.0  # a draft, not saved
+
+
+def test_recorded_figures_reconcile_with_the_jobs_and_events(admin, history):
+    """Recomputed here from the rows, independently of the replay's code: job counts per team, and the
+    accelerator-hours of every run (admitted until preempted or finished) summing to the cluster's figure."""
+    from collections import Counter
+
+    from scheduling.models import Job, JobEvent
+
+    replay = _run(admin, history, {})
+    teams = {row["team"]: row["recorded"] for row in replay.results["teams"]}
+    submitted = Counter(Job.objects.filter(submitted_at__gte=history["start"]).values_list("team__name", flat=True))
+    assert {name: figures["jobs"] for name, figures in teams.items() if figures["jobs"]} == dict(submitted)
+
+    sizes = {j.pk: j.accelerators * j.pods for j in Job.objects.all()}
+    hours, started = 0.0, {}
+    for job_id, at, to_state in JobEvent.objects.order_by("at", "pk").values_list("job_id", "at", "to_state"):
+        if to_state == "admitted":
+            started[job_id] = at
+        elif to_state in ("preempted", "succeeded") and job_id in started:
+            hours += sizes[job_id] * (at - started.pop(job_id)).total_seconds() / 3600
+    hours += sum(sizes[j] * (history["end"] - at).total_seconds() / 3600 for j, at in started.items())
+    cluster = replay.results["cluster"]["recorded"]
+    assert cluster["hours_within_quota"] + cluster["hours_borrowed"] == pytest.approx(hours, rel=1e-6)
+    assert sum(t["hours_within_quota"] + t["hours_borrowed"] for t in teams.values()) == pytest.approx(hours, rel=1e-6)
+    assert cluster["preemptions"] == JobEvent.objects.filter(to_state="preempted").count()
+
+
+@pytest.mark.parametrize("role", ["scientist", "manager"])
+def test_only_admins_start_replays_from_the_forms(client_for, role_users, history, role):
+    user = role_users[role]
+    team = Team.objects.get(name="vision")
+    for name, args in (("whatif:replay-from-allocations", [team.pk]), ("whatif:replay-from-team", [team.pk]),
+                       ("whatif:replay-from-policy", []), ("whatif:replay-new", [])):  # fmt: skip
+        response = client_for(user).post(reverse(name, args=args), {"window_days": "2", "draft": ""})
+        assert response.status_code == 403, name
+    assert Replay.objects.count() == 0

@@ -36,6 +36,11 @@ MIN_COVERAGE = 0.5  # of the hours in a week must have a rollup to judge it
 EPS = 1e-6
 
 
+def _unit(it: InstanceType, amount: float) -> str:
+    name = {"gpu": "GPU", "neuron": "Neuron device"}.get(it.accelerator_key, "accelerator")
+    return name if amount == 1 else name + "s"
+
+
 def _allocations_with(team: str, type_name: str, accelerators: int) -> dict:
     entry = next(t for t in iac.export_config()["teams"] if t["name"] == team)
     allocations = dict(entry["allocations"])
@@ -81,7 +86,7 @@ def _underused(team: Team, it: InstanceType, rows, since) -> Advice | None:
         kind=AdviceKind.UNDERUSED,
         team=team,
         instance_type=it,
-        summary=f"{team.name}: {it.name} quota {quota:g} → {proposed} accelerators (mostly unused)",
+        summary=f"{team.name}: {it.name} quota {quota:g} → {proposed} {_unit(it, proposed)} (mostly unused)",
         evidence=[
             f"week {i + 1}: 95th percentile of hourly peak use {p:.1f} of {quota:g} ({100 * p / quota:.0f} %)"
             for i, p in enumerate(weekly)
@@ -109,7 +114,7 @@ def _starved(team: Team, it: InstanceType, rows) -> Advice | None:
         kind=AdviceKind.STARVED,
         team=team,
         instance_type=it,
-        summary=f"{team.name}: {it.name} quota {quota:g} → {quota + more:g} accelerators (always exhausted)",
+        summary=f"{team.name}: {it.name} quota {quota:g} → {quota + more:g} {_unit(it, quota + more)} (always exhausted)",
         evidence=[
             f"{100 * share:.0f} % of {len(rows)} hours: all {quota:g} of its quota in use, work waiting, and "
             f"borrowing at its limit ({limit_words})",
@@ -174,7 +179,7 @@ def _unallocated(it: InstanceType, nodes: int, allocated: float, borrowers: dict
         team=None,
         instance_type=it,
         summary=f"{it.name}: {idle_nodes} node{'s' if idle_nodes != 1 else ''} nobody has quota for and nobody "
-        "borrowed: remove them",
+        f"borrowed: remove {'them' if idle_nodes != 1 else 'it'}",
         evidence=base + [f"no team borrowed on {it.name} in {WEEKS} weeks"],
         draft={"node_groups": groups},
     )

@@ -48,7 +48,7 @@ def test_the_three_kinds_of_proposal_with_their_evidence(usage, team_a, team_b, 
     assert set(proposals) == {AdviceKind.UNDERUSED, AdviceKind.STARVED, AdviceKind.UNALLOCATED}
 
     under = proposals[AdviceKind.UNDERUSED]
-    assert under.team == team_a and "quota 8 → 3" in under.summary
+    assert under.team == team_a and "quota 8 → 3 GPUs" in under.summary
     assert (
         under.evidence[0] == "week 1: 95th percentile of hourly peak use 2.0 of 8 (25 %)"
     )  # a daily peak of 3 is under 5 % of hours
@@ -56,11 +56,11 @@ def test_the_three_kinds_of_proposal_with_their_evidence(usage, team_a, team_b, 
     assert team["allocations"][p5.name] == {"accelerators": 3}
 
     starved = proposals[AdviceKind.STARVED]
-    assert starved.team == team_b and "quota 4 → 10" in starved.summary
+    assert starved.team == team_b and "quota 4 → 10 GPUs" in starved.summary
     assert starved.evidence[0].startswith("80 % of 672 hours: all 4 of its quota in use, work waiting")
 
     idle = proposals[AdviceKind.UNALLOCATED]
-    assert idle.team is None and "1 node nobody has quota for" in idle.summary
+    assert idle.team is None and "1 node nobody has quota for and nobody borrowed: remove it" in idle.summary
     assert idle.draft["node_groups"][0]["node_count"] == 2
 
 
@@ -92,3 +92,36 @@ def test_page_and_one_click_replay(client_for, users, usage, role):
         assert "Replay #" in client_for(user).get(reverse("whatif:advice")).content.decode()
     else:
         assert Replay.objects.count() == 0
+
+
+def test_simulated_history_gives_usage_that_the_advice_reads(db):
+    from django.db.models import Sum
+
+    from quotas.demo import demo_load
+    from scheduling.models import Job
+    from scheduling.usage.models import UsageSample
+    from scheduling.whatif.synthetic import record_simulated_history
+
+    demo_load()
+    record_simulated_history(days=4, stride=10, closed=True, usage=True)
+    assert not Job.objects.filter(state__in=["running", "pending"]).exists()  # nothing left for a live cluster
+    hourly = UsageRollup.objects.filter(granularity=Granularity.HOUR)
+    assert hourly.exists() and UsageSample.objects.count() > hourly.count()
+    # the rollups' accelerator-hours are the runs' (sampled every 10 minutes: within a few per cent)
+    rolled = hourly.aggregate(h=Sum("acc_hours"))["h"]
+    ran = sum(
+        j.accelerators * j.pods * (j.finished_at - j.started_at).total_seconds() / 3600
+        for j in Job.objects.filter(state__in=["succeeded", "cancelled"], started_at__isnull=False, preemption_count=0)
+    )
+    assert ran * 0.95 <= rolled
+    assert isinstance(advise(), list)
+
+
+def test_demo_history_command_refuses_twice(db):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no teams"):
+        call_command("demo_history", "--days", "30")
+    with pytest.raises(CommandError, match="--days from 3 to 90"):
+        call_command("demo_history", "--days", "1")

@@ -114,7 +114,8 @@ def _starved(team: Team, it: InstanceType, rows) -> Advice | None:
         kind=AdviceKind.STARVED,
         team=team,
         instance_type=it,
-        summary=f"{team.name}: {it.name} quota {quota:g} → {quota + more:g} {_unit(it, quota + more)} (always exhausted)",
+        summary=f"{team.name}: {it.name} quota {quota:g} → {quota + more:g} {_unit(it, quota + more)} "
+        "(always exhausted)",
         evidence=[
             f"{100 * share:.0f} % of {len(rows)} hours: all {quota:g} of its quota in use, work waiting, and "
             f"borrowing at its limit ({limit_words})",

@@ -50,7 +50,7 @@ class Replay(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
-    decision_reason = models.TextField(blank=True)
+    decision_reason = models.CharField(blank=True, max_length=300)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -104,7 +104,7 @@ class QuotaRequest(models.Model):
     memory_gib = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0.0)])
     current = models.JSONField(default=dict, blank=True, help_text="the allocation on that type when asked")
     start_on = models.DateField(help_text="from when")
-    why = models.TextField(max_length=2000)
+    why = models.CharField(max_length=2000)
 
     status = models.CharField(max_length=16, choices=RequestStatus.choices, default=RequestStatus.PENDING)
     replay = models.ForeignKey(Replay, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -112,7 +112,7 @@ class QuotaRequest(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
-    decision_reason = models.TextField(blank=True, max_length=2000)
+    decision_reason = models.CharField(blank=True, max_length=2000)
     version = models.ForeignKey(
         "quotas.ConfigVersion",
         null=True,

@@ -27,6 +27,7 @@ from scheduling.whatif.models import (
 )
 
 REPLAY_DAYS = 30
+REASON_MAX = QuotaRequest._meta.get_field("decision_reason").max_length
 
 
 def describe(amounts: dict, it: InstanceType) -> str:
@@ -102,6 +103,13 @@ def _require_open(request: QuotaRequest) -> QuotaRequest:
     return request
 
 
+def _reason(text: str) -> str:
+    text = (text or "").strip()
+    if len(text) > REASON_MAX:
+        raise ValidationError({"reason": f"at most {REASON_MAX} characters"})
+    return text
+
+
 def _require_admin(user) -> None:
     if not user.is_portal_admin:
         raise PermissionDenied("only admins decide on quota requests")
@@ -145,6 +153,7 @@ def quota_request_submit(
 def quota_request_change(*, request: QuotaRequest, user, amounts: dict, reason: str = "", url_for=None):
     """An admin changes the amounts; the request is replayed again and stays open for approval."""
     _require_admin(user)
+    reason = _reason(reason)
     request = _require_open(request)
     cleaned = _clean_amounts(request.team, request.instance_type, amounts)
     before = describe(request.amounts(), request.instance_type)
@@ -168,11 +177,12 @@ def quota_request_approve(*, request: QuotaRequest, user, reason: str = "", url_
     """Approve; where its date has come, the allocation is saved now (a version naming the request), else
     on its date by the daily task."""
     _require_admin(user)
+    reason = _reason(reason)
     request = _require_open(request)
     request.status = RequestStatus.APPROVED
-    request.decided_by, request.decided_at, request.decision_reason = user, timezone.now(), reason.strip()
+    request.decided_by, request.decided_at, request.decision_reason = user, timezone.now(), reason
     request.save()
-    _event(request, user, "approved", reason.strip())
+    _event(request, user, "approved", reason)
     if request.start_on <= timezone.localdate():
         _apply(request, url_for=url_for)
     else:
@@ -208,13 +218,14 @@ def _apply(request: QuotaRequest, *, url_for=None) -> None:
 @transaction.atomic
 def quota_request_refuse(*, request: QuotaRequest, user, reason: str, url_for=None) -> QuotaRequest:
     _require_admin(user)
-    if not (reason or "").strip():
+    reason = _reason(reason)
+    if not reason:
         raise ValidationError({"reason": "say why the request is refused"})
     request = _require_open(request)
     request.status = RequestStatus.REFUSED
-    request.decided_by, request.decided_at, request.decision_reason = user, timezone.now(), reason.strip()
+    request.decided_by, request.decided_at, request.decision_reason = user, timezone.now(), reason
     request.save()
-    _event(request, user, "refused", reason.strip())
+    _event(request, user, "refused", reason)
     url = url_for(request) if url_for else request.get_absolute_url()
     _notify(
         [request.requested_by], f"Quota request #{request.pk} was refused by {user.username}: {reason.strip()}", url

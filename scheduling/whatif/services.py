@@ -212,6 +212,7 @@ def replay_discard(*, replay: Replay, user, reason: str = "") -> None:
 
 
 def _decide(replay: Replay, decision: str, user, reason: str) -> None:
+    reason = (reason or "").strip()[: Replay._meta.get_field("decision_reason").max_length]
     replay.decision = decision
     replay.decided_by = user
     replay.decided_at = timezone.now()

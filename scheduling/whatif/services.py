@@ -21,8 +21,6 @@ from scheduling.whatif.models import MAX_WINDOW_DAYS, Replay, ReplayDecision, Re
 from scheduling.whatif.recorded import read_history
 from scheduling.whatif.scenario import build_scenario, current_config, draft_config
 
-WINDOW_CHOICES = (7, 30)
-
 
 def _check_window(days) -> int:
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_WINDOW_DAYS:

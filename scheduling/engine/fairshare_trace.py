@@ -44,7 +44,7 @@ class CellNote:
     names: dict[int, str]
     _cell: tuple[int, int]
     lines: list[Line] = field(default_factory=list)
-    _idle: set = field(default_factory=set)  # teams with neither quota nor demand on this cell
+    _idle: set = field(default_factory=set)  # indices of teams with neither quota nor demand on this cell
 
     @property
     def unit(self) -> str:
@@ -64,16 +64,16 @@ class CellNote:
         for t in members:
             d, n = demand[t.idx][f][r], t.nominal[f][r]
             if d <= EPS and n <= EPS:
-                idle.append(t.name)
+                idle.append(t.idx)
                 continue
             demand_words = f"its demand (running and waiting work) {fmt(d)}"
             if d <= n + EPS:
                 why = f"{demand_words} is within its nominal quota {fmt(n)}, so it first gets {fmt(d)}"
             else:
                 why = f"{demand_words} exceeds its nominal quota {fmt(n)}, so it first gets its quota, {fmt(n)}"
-            self._add(f"{t.name}: {why}.", "nominal", t.name, d)
+            self._add(f"{self.names[t.idx]}: {why}.", "nominal", t.name, d)
         if idle:
-            self._add(f"No quota and no demand here: {', '.join(idle)}.", "nominal")
+            self._add(f"No quota and no demand here: {', '.join(self.names[i] for i in idle)}.", "nominal")
         self._idle = set(idle)
 
     def pool(self, cohort: CohortBook, members, pool, drawn, given, demand, wants) -> None:
@@ -100,13 +100,13 @@ class CellNote:
             "pool",
         )
         for t in members:
-            if t.name not in self._idle:
+            if t.idx not in self._idle:
                 self._add(self._cap_line(t, demand[t.idx][f][r], given[t.idx], wants.get(t.idx, 0.0)), "cap", t.name)
 
     def _cap_line(self, t: TeamBook, demand: float, given: float, want: float) -> str:
         f, r = self._cell
         if not t.may_borrow:
-            return f"{t.name} may not borrow (sharing: {t.team.sharing}), so it stays at {fmt(given)}."
+            return f"{self.names[t.idx]} may not borrow (sharing: {t.team.sharing}), so it stays at {fmt(given)}."
         limit = t.limit[f][r]
         borrow = t.borrow_limit[f][r]
         if borrow == INF:
@@ -117,16 +117,16 @@ class CellNote:
             limit_words = f"a borrow limit of {fmt(borrow)}, so at most {fmt(limit)} in all"
         if want <= EPS:
             if demand <= given + EPS:
-                return f"{t.name} wants no more: its demand {fmt(demand)} is met."
-            return f"{t.name} wants more, but {limit_words} lets it take nothing beyond {fmt(given)}."
+                return f"{self.names[t.idx]} wants no more: its demand {fmt(demand)} is met."
+            return f"{self.names[t.idx]} wants more, but {limit_words} lets it take nothing beyond {fmt(given)}."
         cap = "its demand" if demand <= limit + EPS else "its borrow limit"
         return (
-            f"{t.name} wants {fmt(want)} more, capped by {cap}: demand {fmt(demand)}, {limit_words}, "
+            f"{self.names[t.idx]} wants {fmt(want)} more, capped by {cap}: demand {fmt(demand)}, {limit_words}, "
             f"weight {fmt(t.weight)}."
         )
 
     def alone(self, members) -> None:
-        names = ", ".join(t.name for t in members)
+        names = ", ".join(self.names[t.idx] for t in members)
         self._add(f"{names} shares with no cohort: its fair share is its nominal quota up to its demand.", "alone")
 
     def phase(self, positive: bool, remaining: float, takers: dict[int, float]) -> None:
@@ -170,7 +170,10 @@ class CellNote:
         for t in members:
             amount = given[t.idx]
             self._add(
-                f"Fair share of {t.name} on {self.instance_type}: {fmt(amount)} {self.unit}.", "result", t.name, amount
+                f"Fair share of {self.names[t.idx]} on {self.instance_type}: {fmt(amount)} {self.unit}.",
+                "result",
+                t.name,
+                amount,
             )
 
     # --- reading -----------------------------------------------------------------------------------------
@@ -196,9 +199,10 @@ class FairShareTrace:
         return note
 
 
-def trace_fair_share(s: Scheduler, team_name: str) -> FairShareTrace:
+def trace_fair_share(s: Scheduler, team_name: str, shown_as: dict[str, str] | None = None) -> FairShareTrace:
     """Run the engine's fair-share computation for `team_name`'s cohort on the scheduler's current state,
-    with a trace. Demand is gathered exactly as Scheduler.fair_share() gathers it (usage plus pending)."""
+    with a trace. Demand is gathered exactly as Scheduler.fair_share() gathers it (usage plus pending).
+    `shown_as` renames teams in the text (e.g. teams the reader may not see); lines keep the real `team`."""
     team = next(t for t in s.teams if t.name == team_name)
     members = team.book.cohort.members if team.book.cohort is not None else [team.book]
     demand = {}
@@ -208,6 +212,7 @@ def trace_fair_share(s: Scheduler, team_name: str) -> FairShareTrace:
             [u + p for u, p in zip(urow, prow, strict=True)]
             for urow, prow in zip(member.usage, state.pending_demand, strict=True)
         ]
-    trace = FairShareTrace({m.idx: m.name for m in members})
+    shown_as = shown_as or {}
+    trace = FairShareTrace({m.idx: shown_as.get(m.name, m.name) for m in members})
     fair_shares(s.book, members, demand, trace)
     return trace

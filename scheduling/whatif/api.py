@@ -41,7 +41,7 @@ class TeamFairShareView(APIView):
     )
     def get(self, request, pk):
         team = get_object_or_404(Team.objects.visible_to(request.user), pk=pk)
-        derivations = fair_share_explained(team)
+        derivations = fair_share_explained(team, user=request.user)
         return Response({"team": team.name, "derivations": DerivationSerializer(derivations, many=True).data})
 
 

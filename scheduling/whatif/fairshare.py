@@ -1,7 +1,7 @@
 """The fair share explained: the engine's own fair-share computation, run with a trace on the same snapshot
 the team pages read (scheduling.status.team_statuses), so the derivation ends on the number shown."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.utils import timezone
 
@@ -20,19 +20,21 @@ class Derivation:
     steps: list  # of engine.fairshare_trace.Line, the last being this team's figure
 
 
-def fair_share_explained(team: Team, *, now=None) -> list[Derivation]:
+def fair_share_explained(team: Team, *, user=None, now=None) -> list[Derivation]:
     """Per instance type and resource the team has quota, demand or a fair share on: the steps of the
-    computation, in the order the engine took them."""
+    computation, in the order the engine took them. Teams of the cohort that `user` may not see are named
+    "another team (A)", "(B)"... (their numbers stay: the figure depends on them)."""
     snapshot = build_snapshot(now=now or timezone.now())
     scheduler = engine.build_scheduler(snapshot)
     scheduler.wake_all()
     scheduler.settle(snapshot.now)
-    trace = trace_fair_share(scheduler, team.name)
+    aliases = _aliases(snapshot, user)
+    trace = trace_fair_share(scheduler, team.name, aliases)
     quota = next((t.quota for t in snapshot.teams if t.name == team.name), {})
     order = {r: i for i, r in enumerate(RESOURCE_ORDER)}
     out = []
     for (instance_type, resource), note in trace.cells.items():
-        steps = note.for_team(team.name)
+        steps = [replace(line, team=aliases.get(line.team, line.team)) for line in note.for_team(team.name)]
         figure = steps[-1].value
         wanted = figure > 1e-9 or resource in quota.get(instance_type, {}) or _mentions_demand(note, team.name)
         if wanted and resource in order:
@@ -45,6 +47,14 @@ def fair_share_explained(team: Team, *, now=None) -> list[Derivation]:
         )
     )
     return out
+
+
+def _aliases(snapshot, user) -> dict[str, str]:
+    if user is None or user.sees_all_teams:
+        return {}
+    visible = set(Team.objects.visible_to(user).values_list("name", flat=True))
+    hidden = [t.name for t in snapshot.teams if t.name not in visible]
+    return {name: f"another team ({chr(ord('A') + i % 26)}{i // 26 or ''})" for i, name in enumerate(hidden)}
 
 
 def _mentions_demand(note, team_name: str) -> bool:

@@ -47,7 +47,9 @@ def reader_required(view):
 @require_GET
 def team_fair_share(request, pk):
     team = get_object_or_404(Team.objects.visible_to(request.user), pk=pk)
-    return render(request, "whatif/fair_share.html", {"team": team, "derivations": fair_share_explained(team)})
+    return render(
+        request, "whatif/fair_share.html", {"team": team, "derivations": fair_share_explained(team, user=request.user)}
+    )
 
 
 @require_GET

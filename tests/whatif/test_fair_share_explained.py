@@ -67,3 +67,10 @@ def test_command_unknown_team_is_one_line(db):
 
     with pytest.raises(CommandError, match="no team named 'nope'"):
         call_command("fairshare", "--explain", "nope")
+
+
+def test_a_scientist_sees_other_teams_unnamed(api_for, users, busy):
+    body = api_for(users["scientist"]).get(f"/api/teams/{busy.pk}/fair-share/").json()
+    text = str(body)
+    assert "team-b" not in text and "another team (A)" in text
+    assert "team-b" in str(api_for(users["manager"]).get(f"/api/teams/{busy.pk}/fair-share/").json())

@@ -52,3 +52,22 @@ def test_the_team_page_unfolds_the_fair_share_derivation(users, team_a, team_b, 
     derivation = page.locator("[data-testid=derivation]").first
     expect(derivation).to_contain_text("The cohort “default” pools")
     expect(derivation.locator("li").last).to_have_text("Fair share of team-a on ml.p5.48xlarge: 0 GPUs.")
+
+
+def test_allocation_draft_replayed_then_saved(users, team_a, team_b, p5, login, page, live_server):
+    login("ada")
+    page.goto(f"{live_server.url}/teams/{team_a.pk}/allocations/")
+    gpus = page.locator(f"#t{p5.pk}-accelerators")
+    gpus.fill("")
+    gpus.press_sequentially("12", delay=30)
+    page.get_by_test_id("replay-draft").click()  # "or 30 days"
+    expect(page.locator("[data-testid=replay-changes]")).to_contain_text("GPUs: 8 → 12")
+    expect(page.locator("[data-testid=comparison]")).to_be_visible()
+    screenshot(page, "whatif-replay")
+    page.fill("input[name=reason]", "replayed: nobody waits longer")
+    page.get_by_test_id("replay-save").click()
+    expect(page.locator(".flash-success")).to_contain_text("Saved the draft as the configuration")
+    expect(page.locator("[data-testid=replay-decision]")).to_have_text("Saved as the configuration")
+    assert ComputeAllocation.objects.get(team=team_a, instance_type=p5).accelerators == 12
+    version = ConfigVersion.objects.filter(team=team_a).order_by("-number").first()
+    assert version.reason.startswith("what-if replay #") and "/whatif/replays/" in version.reason

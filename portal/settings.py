@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "scheduling",
     "scheduling.usage",
     "scheduling.kube",
+    "scheduling.whatif",
     "portal",
 ]
 

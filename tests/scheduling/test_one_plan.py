@@ -27,12 +27,13 @@ def gang_world(db, p5):
     now = timezone.now()
 
     def job(name, gpus, pods=1, state=JobState.PENDING, node=None, duration=600, ago=0):
+        placed = node is not None
         return Job.objects.create(
-            team=team, submitted_by=user, name=name, accelerators=gpus, vcpus=gpus, memory_gib=gpus * 8, pods=pods,
+            team=team, submitted_by=user, name=name, accelerators=gpus, vcpus=gpus, memory_gib=8 * gpus, pods=pods,
             image="pytorch:2", expected_duration_s=duration, state=state, instance_type=p5,
-            assigned_instance_type=p5 if node is not None else None, placement=[node] * pods if node is not None else None,
-            admitted_at=now - timedelta(seconds=ago) if node is not None else None,
-            started_at=now - timedelta(seconds=ago) if node is not None else None,
+            assigned_instance_type=p5 if placed else None, placement=[node] * pods if placed else None,
+            admitted_at=now - timedelta(seconds=ago) if placed else None,
+            started_at=now - timedelta(seconds=ago) if placed else None,
             submitted_at=now - timedelta(seconds=1000 + ago),
         )  # fmt: skip
 

@@ -17,8 +17,20 @@ class JobSubmitSerializer(serializers.Serializer):
         help_text="omit or null: any type the team has quota on",
     )
     accelerators = serializers.IntegerField(min_value=0, default=0, help_text="per pod")
-    vcpus = serializers.FloatField(min_value=0, default=0, help_text="per pod")
-    memory_gib = serializers.FloatField(min_value=0, default=0, help_text="per pod")
+    vcpus = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="per pod; omit for the proportional default",
+    )
+    memory_gib = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="per pod; omit for the proportional default",
+    )
     pods = serializers.IntegerField(min_value=1, default=1)
     priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True)
     command = serializers.CharField(required=False, allow_blank=True, default="")

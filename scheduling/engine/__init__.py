@@ -44,7 +44,6 @@ workload in plain words with numbers, per-team TeamStatus).
 from __future__ import annotations
 
 from .admission import Scheduler
-from .explain import explain
 from .model import (
     Admission,
     Decisions,
@@ -57,12 +56,10 @@ from .model import (
     TeamStatus,
     Workload,
 )
-from .plans import plans
-from .queues import PENDING, RUNNING
+from .queues import RUNNING
 from .quota import proportional_defaults, resolve_quota
 from .scenario import ScenarioError
 from .simulator import resources_of, simulate_scenario
-from .status import team_status
 
 __all__ = [
     "Admission", "Decisions", "InstanceType", "Plan", "Policy", "Preemption", "ScenarioError", "Snapshot", "Team",
@@ -106,40 +103,17 @@ def decide(snapshot: Snapshot, *, estimate: tuple[str, ...] = ()) -> Decisions:
     reservation get their planned start. Workloads named in `estimate` also get a conservative estimated
     start from the same plan (it costs a planning pass each, so the pages ask for the one they show).
     """
+    from .warm import decisions  # the one conversion of a settled Scheduler, shared with the warm path
+
     s = build_scheduler(snapshot)
     was_running = {job.name for job in s.jobs.values() if job.state == RUNNING}
     s.wake_all()
     s.settle(snapshot.now)
-    admissions, preemptions = {}, {}
-    for entry in s.log:
-        if entry[0] == "admitted":
-            job, flavor, borrows = entry[1], entry[2], entry[3]
-            admissions[job.name] = Admission(job.name, s.flavor_names[flavor], job.nodes, borrows)
-        else:
-            job, by, reason = entry[1], entry[2], entry[3]
-            admissions.pop(job.name, None)
-            if job.name in was_running:
-                preemptions[job.name] = Preemption(job.name, by.name, reason)
-    admissions = {n: a for n, a in admissions.items() if s.jobs[n].state == RUNNING}
-    return Decisions(
-        admissions=list(admissions.values()),
-        preemptions=list(preemptions.values()),
-        reasons=_reasons(s),
-        teams={team.name: team_status(s, team) for team in s.teams},
-        plans=plans(s, estimate),
-    )
+    return decisions(s, was_running, estimate=estimate)
 
 
-def _reasons(s) -> dict[str, str]:
-    """Why each pending workload waits. A reason depends only on the team's state and the workload's shape
-    (requests, pods, priority, instance type), so identical workloads of a team share one explanation:
-    thousands of queued jobs cost one explanation per distinct shape, not one each."""
-    memo: dict[tuple, str] = {}
-    out = {}
-    for job in s.jobs.values():
-        if job.state == PENDING:
-            key = (job.team.name, job.sig, job.team.queue.first() is job)
-            if key not in memo:
-                memo[key] = explain(s, job)
-            out[job.name] = memo[key]
-    return out
+def _reasons(s: Scheduler) -> dict[str, str]:
+    """Why each pending workload waits (one explanation per team, shape and head-ness; see warm.reasons_for)."""
+    from .warm import reasons_for
+
+    return reasons_for(s, list(s.jobs))

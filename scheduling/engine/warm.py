@@ -11,8 +11,11 @@ call it too).
 from __future__ import annotations
 
 from .admission import Scheduler
+from .explain import explain
 from .model import Admission, Decisions, Preemption
+from .plans import plans
 from .queues import FINISHED, PENDING, RUNNING, Job
+from .status import team_status
 
 
 def running_names(s: Scheduler) -> set[str]:
@@ -27,8 +30,6 @@ def decisions(
     preemptions of work that was running before it, the reason of every pending workload (or only of those
     named in `explain_only`), with `teams` each team's status, and with `estimate` (a tuple of names, as
     decide()'s) every pending workload's plan. decide() builds the same from a fresh Scheduler."""
-    from . import _reasons, plans, team_status  # decide()'s own helpers
-
     admissions, preemptions = {}, {}
     for entry in s.log:
         if entry[0] == "admitted":
@@ -43,15 +44,16 @@ def decisions(
     return Decisions(
         admissions=list(admissions.values()),
         preemptions=list(preemptions.values()),
-        reasons=_reasons(s) if explain_only is None else reasons_for(s, explain_only),
+        reasons=reasons_for(s, list(s.jobs) if explain_only is None else explain_only),
         teams={team.name: team_status(s, team) for team in s.teams} if teams else {},
         plans=plans(s, estimate) if estimate is not None else {},
     )
 
 
 def reasons_for(s: Scheduler, names) -> dict[str, str]:
-    """Why each named workload that is pending waits (as _reasons, for some workloads only)."""
-    from .explain import explain
+    """Why each named workload that is pending waits. A reason depends only on the team's state, the
+    workload's shape (requests, pods, priority, instance type, duration) and whether it heads its team's
+    queue, so identical workloads of a team share one explanation: thousands cost one per shape."""
 
     memo: dict[tuple, str] = {}
     out = {}

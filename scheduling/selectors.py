@@ -81,7 +81,7 @@ def job_plan(job: Job, *, now: datetime | None = None) -> JobPlan:
         return JobPlan(None, None)
     now = now or timezone.now()
     snapshot = build_snapshot(now=now)
-    decisions = engine.decide(snapshot, estimate=(str(job.pk),))
+    decisions = engine.standing(snapshot, estimate=(str(job.pk),))
     plan = decisions.plans.get(str(job.pk))
     ranking = snapshot.policy.task_prioritization == "task-ranking"
     order = "priority, then submit time" if ranking else "submit time (first come, first served)"
@@ -150,7 +150,7 @@ def queue_starts(user, *, limit: int = 50, now: datetime | None = None) -> list[
         str(j.pk): j
         for j in job_list(user).filter(state__in=QUEUED_STATES).order_by("submitted_at", "pk")[: max(limit, 0) * 4]
     }
-    decisions = engine.decide(snapshot, estimate=tuple(visible)[: max(limit, 0)])
+    decisions = engine.standing(snapshot, estimate=tuple(visible)[: max(limit, 0)])
     rows = [
         QueuedStart(visible[name], plan.rank, plan.team_rank, _estimate(plan))
         for name, plan in decisions.plans.items()

@@ -1,7 +1,7 @@
 """Selectors for where every team stands now: quota, usage, borrowed, lent, fair share, pending."""
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from django.utils import timezone
 
@@ -22,25 +22,20 @@ class TeamStanding:
 
 
 def team_statuses(*, now=None) -> dict[str, TeamStanding]:
-    """Per team name. Usage, borrowed and lent are what runs now (the engine settles the snapshot's running
-    jobs alone, so it decides nothing new); fair share and pending take the queued demand into account.
-    One snapshot serves both views."""
+    """Per team name. Usage, borrowed and lent are what runs now; fair share and pending take the queued
+    demand into account. The engine reads one snapshot as it stands and decides nothing (no settle)."""
     now = now or timezone.now()
     snapshot = build_snapshot(now=now)
-    running_only = replace(snapshot, workloads=[w for w in snapshot.workloads if w.running_on])
-    running = engine.decide(running_only).teams
-    demand = engine.decide(snapshot).teams
     pending = Counter(w.team for w in snapshot.workloads if not w.running_on)
     out = {}
-    for name, status in running.items():
-        wanted = demand.get(name, status)
+    for name, status in engine.standing(snapshot).teams.items():
         out[name] = TeamStanding(
             quota=status.quota,
             borrowing_limit=status.borrowing_limit,
             usage=status.usage,
             borrowed=status.borrowed,
             lent=status.lent,
-            fair_share=wanted.fair_share,
+            fair_share=status.fair_share,
             pending=pending[name],
             borrowable=status.borrowable,
         )

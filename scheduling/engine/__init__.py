@@ -63,7 +63,7 @@ from .simulator import resources_of, simulate_scenario
 
 __all__ = [
     "Admission", "Decisions", "InstanceType", "Plan", "Policy", "Preemption", "ScenarioError", "Snapshot", "Team",
-    "TeamStatus", "Workload", "decide", "proportional_defaults", "resolve_quota", "simulate_scenario",
+    "TeamStatus", "Workload", "decide", "standing", "proportional_defaults", "resolve_quota", "simulate_scenario",
 ]  # fmt: skip
 
 
@@ -117,3 +117,20 @@ def _reasons(s: Scheduler) -> dict[str, str]:
     from .warm import reasons_for
 
     return reasons_for(s, list(s.jobs))
+
+
+def standing(snapshot: Snapshot, *, estimate: tuple[str, ...] = ()) -> Decisions:
+    """Where things stand now, deciding nothing: every team's status (usage of what runs, fair share from
+    running and pending demand) and every pending workload's place in the plan, without a settle. What the
+    pages read between loop passes; cheaper than decide() by the whole settle and every explanation."""
+    from .plans import plans
+    from .status import team_status
+
+    s = build_scheduler(snapshot)
+    return Decisions(
+        admissions=[],
+        preemptions=[],
+        reasons={},
+        teams={team.name: team_status(s, team) for team in s.teams},
+        plans=plans(s, estimate),
+    )

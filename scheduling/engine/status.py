@@ -87,13 +87,33 @@ def _lent(s: Scheduler, team: TeamState) -> list[list[float]]:
     cohort = book.cohort
     if cohort is None:
         return out
+    borrowed, total_idle = _cohort_lending(s, cohort)
     for f, row in enumerate(out):
         for r in range(len(row)):
-            borrowed = sum(max(0.0, m.usage[f][r] - m.nominal[f][r]) for m in cohort.members)
-            if borrowed <= EPS:
+            if borrowed[f][r] <= EPS or total_idle[f][r] <= EPS:
                 continue
-            idle = {m.idx: max(0.0, min(m.lendable[f][r], m.nominal[f][r] - m.usage[f][r])) for m in cohort.members}
-            total_idle = sum(idle.values())
-            if total_idle > EPS:
-                row[r] = idle[book.idx] * min(1.0, borrowed / total_idle)
+            idle = max(0.0, min(book.lendable[f][r], book.nominal[f][r] - book.usage[f][r]))
+            row[r] = idle * min(1.0, borrowed[f][r] / total_idle[f][r])
     return out
+
+
+def _cohort_lending(s: Scheduler, cohort) -> tuple[list[list[float]], list[list[float]]]:
+    """What a cohort's members borrow and have idle to lend, per flavor and resource: summed once per state
+    of the scheduler, so every team's status costs its own cells, not its whole cohort's (1,000 teams)."""
+    cache = s.__dict__.setdefault("_lending_cache", {})
+    if cache.get("changes") != s.changes:
+        cache.clear()
+        cache["changes"] = s.changes
+    key = cohort.name
+    if key not in cache:
+        flavors, resources = len(s.flavor_names), len(s.resources)
+        borrowed = [[0.0] * resources for _ in range(flavors)]
+        idle = [[0.0] * resources for _ in range(flavors)]
+        for m in cohort.members:
+            for f in range(flavors):
+                usage, nominal, lendable = m.usage[f], m.nominal[f], m.lendable[f]
+                for r in range(resources):
+                    borrowed[f][r] += max(0.0, usage[r] - nominal[r])
+                    idle[f][r] += max(0.0, min(lendable[r], nominal[r] - usage[r]))
+        cache[key] = (borrowed, idle)
+    return cache[key]

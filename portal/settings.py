@@ -152,7 +152,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.api.BoundedPagination",  # limit <= bounds.MAX_PAGE_SIZE
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api.BoundedJSONParser",  # depth-limited JSON
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
 }

@@ -272,6 +272,12 @@ class ClusterPolicyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_queryset(self):
         return ClusterPolicy.objects.filter(pk=ClusterPolicy.load().pk)
 
+    def get_object(self):
+        """The one policy (used by OPTIONS, which asks for the object a PUT would change)."""
+        policy = ClusterPolicy.load()
+        self.check_object_permissions(self.request, policy)
+        return policy
+
     @extend_schema(responses=ClusterPolicySerializer)
     def list(self, request, *args, **kwargs):
         return Response(ClusterPolicySerializer(ClusterPolicy.load()).data)

@@ -1,5 +1,7 @@
 """API shapes. Input serializers only parse; the rules are the models' validators, run by the services."""
 
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
 from rest_framework import serializers
 
 from quotas.models import (
@@ -11,11 +13,30 @@ from quotas.models import (
     NodeGroup,
     PreemptTeamTasks,
     PriorityClass,
+    QuantityValidator,
     Sharing,
     TaskPrioritization,
     Team,
     User,
 )
+
+
+def model_number_field(model, name: str, **kwargs):
+    """A number field that checks the model field's own validators (its bounds, from
+    scheduling.engine.bounds), and declares the same minimum and maximum in the schema."""
+    model_field = model._meta.get_field(name)
+    field_class = serializers.FloatField if isinstance(model_field, models.FloatField) else serializers.IntegerField
+    field = field_class(validators=list(model_field.validators), **kwargs)
+    low, high = 0, None
+    for validator in model_field.validators:
+        if isinstance(validator, QuantityValidator):
+            high = validator.maximum if high is None else min(high, validator.maximum)
+        elif isinstance(validator, MaxValueValidator):
+            high = validator.limit_value if high is None else min(high, validator.limit_value)
+        elif isinstance(validator, MinValueValidator):
+            low = max(low, validator.limit_value)
+    field.min_value, field.max_value = low, high  # read by the schema; the validators give the messages
+    return field
 
 
 class InstanceTypeSerializer(serializers.ModelSerializer):
@@ -106,10 +127,10 @@ class AllocationAmountsSerializer(serializers.Serializer):
     """Amounts on one instance type: whole instances, or any of accelerators / vCPUs / memory (GiB).
     Leave a resource out (or null) for its proportional default."""
 
-    instances = serializers.IntegerField(min_value=0, required=False, allow_null=True)
-    accelerators = serializers.IntegerField(min_value=0, required=False, allow_null=True)
-    vcpus = serializers.FloatField(min_value=0, required=False, allow_null=True)
-    memory_gib = serializers.FloatField(min_value=0, required=False, allow_null=True)
+    instances = model_number_field(ComputeAllocation, "instances", required=False, allow_null=True)
+    accelerators = model_number_field(ComputeAllocation, "accelerators", required=False, allow_null=True)
+    vcpus = model_number_field(ComputeAllocation, "vcpus", required=False, allow_null=True)
+    memory_gib = model_number_field(ComputeAllocation, "memory_gib", required=False, allow_null=True)
 
 
 class AllocationInputSerializer(ReasonMixin, AllocationAmountsSerializer):
@@ -155,9 +176,9 @@ class TeamInputSerializer(ReasonMixin):
     namespace = serializers.CharField(max_length=63)
     description = serializers.CharField(max_length=200, required=False, allow_blank=True)
     cohort = serializers.CharField(max_length=63, required=False)
-    fair_share_weight = serializers.FloatField(required=False)
+    fair_share_weight = model_number_field(Team, "fair_share_weight", required=False)
     sharing = serializers.ChoiceField(choices=Sharing.choices, required=False)
-    borrow_limit_pct = serializers.FloatField(required=False, allow_null=True)
+    borrow_limit_pct = model_number_field(Team, "borrow_limit_pct", required=False, allow_null=True)
     preempt_team_tasks = serializers.ChoiceField(choices=PreemptTeamTasks.choices, required=False)
     members = serializers.SlugRelatedField(
         slug_field="username", many=True, queryset=User.objects.all(), required=False

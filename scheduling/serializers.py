@@ -2,13 +2,19 @@
 
 from rest_framework import serializers
 
+from quotas.serializers import model_number_field
 from scheduling.models import AdmissionRun, Job, JobEvent
+
+
+def bounded(field: str) -> list:
+    """The model field's validators (its bounds from scheduling.engine.bounds), for a serializer field."""
+    return list(Job._meta.get_field(field).validators)
 
 
 class JobSubmitSerializer(serializers.Serializer):
     team = serializers.CharField(max_length=63)
     name = serializers.CharField(max_length=63)
-    image = serializers.CharField(max_length=255)
+    image = serializers.CharField(max_length=255, validators=bounded("image"))
     instance_type = serializers.CharField(
         max_length=64,
         required=False,
@@ -16,13 +22,13 @@ class JobSubmitSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="omit or null: any type the team has quota on",
     )
-    accelerators = serializers.IntegerField(min_value=0, default=0, help_text="per pod")
-    vcpus = serializers.FloatField(min_value=0, default=0, help_text="per pod")
-    memory_gib = serializers.FloatField(min_value=0, default=0, help_text="per pod")
-    pods = serializers.IntegerField(min_value=1, default=1)
+    accelerators = model_number_field(Job, "accelerators", default=0, help_text="per pod")
+    vcpus = model_number_field(Job, "vcpus", default=0, help_text="per pod")
+    memory_gib = model_number_field(Job, "memory_gib", default=0, help_text="per pod")
+    pods = model_number_field(Job, "pods", default=1)
     priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True)
-    command = serializers.CharField(required=False, allow_blank=True, default="")
-    expected_duration_s = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    command = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+    expected_duration_s = model_number_field(Job, "expected_duration_s", required=False, allow_null=True)
 
 
 class JobEventSerializer(serializers.ModelSerializer):

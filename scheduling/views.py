@@ -8,7 +8,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from quotas.models import Team
@@ -139,10 +141,18 @@ def job_cancel(request, pk):
         raise Http404("no such job") from exc
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
-        return redirect(request.POST.get("next") or "jobs:job-list")
+        return redirect(_safe_next(request))
     messages.success(request, f"Job #{job.pk} {job.name} cancelled.")
+    return redirect(_safe_next(request))
+
+
+def _safe_next(request) -> str:
+    """Where to go after a POST: the `next` the form gave when it is a path on this site, else the job list."""
     target = request.POST.get("next") or ""
-    return redirect(target if target.startswith("/") and not target.startswith("//") else "jobs:job-list")
+    safe = target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if safe else reverse("jobs:job-list")
 
 
 def admission_runs(request):

@@ -11,9 +11,9 @@ import io
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, permissions, renderers, serializers, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from portal.api import BoundedPagination
 from quotas.models import Team
 from scheduling.usage import alerts as alert_services
 from scheduling.usage import selectors
@@ -98,7 +98,7 @@ class _ReportViewSet(viewsets.ViewSet):
     def _respond(self, request, rows, serializer_class):
         if request.accepted_renderer.format == "csv":
             return Response(serializer_class(rows, many=True).data)
-        paginator = LimitOffsetPagination()
+        paginator = BoundedPagination()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -133,7 +133,7 @@ class JobReportViewSet(_ReportViewSet):
         )
         if request.accepted_renderer.format == "csv":
             return Response(JobReportRowSerializer(list(selectors.job_report_rows(jobs)), many=True).data)
-        paginator = LimitOffsetPagination()
+        paginator = BoundedPagination()
         page = paginator.paginate_queryset(jobs, request, view=self)
         rows = list(selectors.job_report_rows(page))
         return paginator.get_paginated_response(JobReportRowSerializer(rows, many=True).data)

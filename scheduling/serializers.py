@@ -4,6 +4,7 @@ from rest_framework import serializers
 
 from quotas.serializers import model_number_field
 from scheduling.models import AdmissionRun, Job, JobEvent
+from scheduling.reasons import ReasonPresenter
 
 
 def bounded(field: str) -> list:
@@ -31,7 +32,26 @@ class JobSubmitSerializer(serializers.Serializer):
     expected_duration_s = model_number_field(Job, "expected_duration_s", required=False, allow_null=True)
 
 
+class ReasonForReader(serializers.CharField):
+    """A reason as the requesting user may read it (scheduling.reasons): other teams' jobs anonymised.
+    Without a request in the context nobody is known to be reading, so every job reference is anonymised."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value):
+        request = self.context.get("request")
+        presenter = self.context.get("reason_presenter")
+        if presenter is None:
+            presenter = ReasonPresenter(getattr(request, "user", None))
+            if hasattr(self.root, "_context"):
+                self.root._context["reason_presenter"] = presenter
+        return presenter(value)
+
+
 class JobEventSerializer(serializers.ModelSerializer):
+    reason = ReasonForReader()
+
     class Meta:
         model = JobEvent
         fields = ["at", "from_state", "to_state", "reason"]
@@ -44,6 +64,7 @@ class JobSerializer(serializers.ModelSerializer):
     assigned_instance_type = serializers.CharField(source="assigned_instance_type.name", default=None)
     priority_class = serializers.CharField(source="priority_class.name", default=None)
     url = serializers.HyperlinkedIdentityField(view_name="job-detail")
+    reason = ReasonForReader()
 
     class Meta:
         model = Job
@@ -75,7 +96,10 @@ class JobDetailSerializer(JobSerializer):
         from scheduling.selectors import estimated_start
 
         estimate = estimated_start(job)
-        return {"at": estimate.at, "note": estimate.note, "method": estimate.method} if estimate else None
+        if estimate is None:
+            return None
+        note = ReasonPresenter(getattr(self.context.get("request"), "user", None))(estimate.note)
+        return {"at": estimate.at, "note": note, "method": estimate.method}
 
 
 class AdmissionRunSerializer(serializers.ModelSerializer):

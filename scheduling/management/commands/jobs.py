@@ -131,9 +131,8 @@ class Command(BaseCommand):
             when = estimate.at.isoformat(timespec="seconds") if estimate.at else "unknown"
             self.stdout.write(f"estimated start: {when} ({present(estimate.note)})")
         for event in job.events.all():
-            self.stdout.write(
-                f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state or '-':>9} -> {event.to_state:<9} {present(event.reason)}"
-            )
+            when, before = f"{event.at:%Y-%m-%d %H:%M:%S}", event.from_state or "-"
+            self.stdout.write(f"  {when}  {before:>9} -> {event.to_state:<9} {present(event.reason)}")
 
     def do_cancel(self, user, o):
         job = services.job_cancel(user=user, pk=o["job_id"])

@@ -53,3 +53,21 @@ class BoundedJSONParser(parsers.JSONParser):
         if bounds.json_depth_exceeds(data):
             raise exceptions.ParseError(f"JSON nested deeper than {bounds.MAX_JSON_DEPTH} levels")
         return data
+
+
+class RejectUnknownFields:
+    """Serializer mixin: a JSON body with a field the serializer does not take is a 400 naming it, instead
+    of being silently ignored (a typo such as "node_cuont" would otherwise change nothing and say 200).
+    Read-only fields are refused too: they cannot be written. Every input serializer of the API uses it."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and not hasattr(data, "getlist"):  # JSON, not an HTML form's QueryDict
+            writable = {name for name, field in self.fields.items() if not field.read_only}
+            errors = {
+                key: ["this field is read-only"] if key in self.fields else ["unknown field"]
+                for key in data
+                if key not in writable
+            }
+            if errors:
+                raise exceptions.ValidationError(errors)
+        return super().to_internal_value(data)

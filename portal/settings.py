@@ -203,6 +203,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # One enum per choice set used by several fields (job state, from/to state of its events).
     "ENUM_NAME_OVERRIDES": {"JobStateEnum": "scheduling.models.JobState"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.schema.any_of_instead_of_one_of",
+    ],
 }
 
 # Celery: Redis when REDIS_URL is set, else kombu's file-system transport. The file-system broker is

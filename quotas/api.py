@@ -9,6 +9,7 @@ from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from portal.schema import SingleObjectSchema
 from quotas import selectors, services
 from quotas.models import (
     ClusterPolicy,
@@ -267,6 +268,7 @@ class ClusterPolicyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = ClusterPolicySerializer
     permission_classes = [IsAdminOrReadOnly]
     pagination_class = None
+    schema = SingleObjectSchema()
     filter_backends = []
 
     def get_queryset(self):

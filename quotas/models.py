@@ -28,7 +28,7 @@ resource_name_validator = RegexValidator(
     "use letters, digits, '.', '_' and '-' only, starting with a letter or digit (at most 64 characters)",
 )
 # Free labels shown on pages (an accelerator model, a family): printable words, no markup.
-plain_label_validator = RegexValidator(r"^[\w .,()+/-]*\Z", "use letters, digits, spaces and . , ( ) + / - only")
+plain_label_validator = RegexValidator(r"^[\w .,()+/-]+\Z", "use letters, digits, spaces and . , ( ) + / - only")
 
 
 @deconstructible

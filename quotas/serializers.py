@@ -4,6 +4,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from rest_framework import serializers
 
+from portal.api import RejectUnknownFields
 from quotas.models import (
     ClusterPolicy,
     ComputeAllocation,
@@ -39,7 +40,7 @@ def model_number_field(model, name: str, **kwargs):
     return field
 
 
-class InstanceTypeSerializer(serializers.ModelSerializer):
+class InstanceTypeSerializer(RejectUnknownFields, serializers.ModelSerializer):
     nodes = serializers.IntegerField(read_only=True, help_text="nodes of this type in all node groups")
     capacity = serializers.SerializerMethodField(help_text="resources of one instance, in the engine's names")
 
@@ -63,7 +64,7 @@ class InstanceTypeSerializer(serializers.ModelSerializer):
         return obj.capacity()
 
 
-class NodeGroupSerializer(serializers.ModelSerializer):
+class NodeGroupSerializer(RejectUnknownFields, serializers.ModelSerializer):
     instance_type = serializers.SlugRelatedField(slug_field="name", queryset=InstanceType.objects.all())
 
     class Meta:
@@ -71,13 +72,13 @@ class NodeGroupSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "instance_type", "node_count"]
 
 
-class PriorityClassSerializer(serializers.ModelSerializer):
+class PriorityClassSerializer(RejectUnknownFields, serializers.ModelSerializer):
     class Meta:
         model = PriorityClass
         fields = ["id", "name", "weight", "description"]
 
 
-class ReasonMixin(serializers.Serializer):
+class ReasonMixin(RejectUnknownFields, serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=300, write_only=True)
 
 
@@ -123,7 +124,7 @@ class AllocationSerializer(serializers.ModelSerializer):
         }
 
 
-class AllocationAmountsSerializer(serializers.Serializer):
+class AllocationAmountsSerializer(RejectUnknownFields, serializers.Serializer):
     """Amounts on one instance type: whole instances, or any of accelerators / vCPUs / memory (GiB).
     Leave a resource out (or null) for its proportional default."""
 
@@ -198,9 +199,9 @@ class TeamStatusSerializer(serializers.Serializer):
 
 
 class ConfigVersionSerializer(serializers.ModelSerializer):
-    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    reverted_from = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    team = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    reverted_from = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
 
     class Meta:
         model = ConfigVersion

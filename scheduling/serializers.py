@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from portal.api import RejectUnknownFields
 from quotas.serializers import model_number_field
 from scheduling.models import AdmissionRun, Job, JobEvent
 from scheduling.reasons import ReasonPresenter
@@ -12,7 +13,7 @@ def bounded(field: str) -> list:
     return list(Job._meta.get_field(field).validators)
 
 
-class JobSubmitSerializer(serializers.Serializer):
+class JobSubmitSerializer(RejectUnknownFields, serializers.Serializer):
     team = serializers.CharField(max_length=63)
     name = serializers.CharField(max_length=63)
     image = serializers.CharField(max_length=255, validators=bounded("image"))
@@ -60,9 +61,9 @@ class JobEventSerializer(serializers.ModelSerializer):
 class JobSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="team.name")
     submitted_by = serializers.CharField(source="submitted_by.username")
-    instance_type = serializers.CharField(source="instance_type.name", default=None)
-    assigned_instance_type = serializers.CharField(source="assigned_instance_type.name", default=None)
-    priority_class = serializers.CharField(source="priority_class.name", default=None)
+    instance_type = serializers.CharField(source="instance_type.name", default=None, allow_null=True)
+    assigned_instance_type = serializers.CharField(source="assigned_instance_type.name", default=None, allow_null=True)
+    priority_class = serializers.CharField(source="priority_class.name", default=None, allow_null=True)
     url = serializers.HyperlinkedIdentityField(view_name="job-detail")
     reason = ReasonForReader()
 

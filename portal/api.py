@@ -8,7 +8,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, IntegrityError
 from rest_framework import exceptions, parsers
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from scheduling.engine import bounds
 
@@ -16,6 +15,9 @@ from scheduling.engine import bounds
 def exception_handler(exc, context):
     """DRF's handler, plus Django validation, integrity and range errors as 400s instead of 500s. A database
     error's own text (constraint names, SQL) is never shown: it describes our schema, not the request."""
+    # Imported here: DRF's views module reads this module's classes from the settings as it loads.
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         exc = exceptions.ValidationError(detail)

@@ -395,6 +395,7 @@ class PriorityClass(models.Model):
 class VersionScope(models.TextChoices):
     TEAM = "team", "Team"
     CLUSTER = "cluster", "Cluster policy"
+    INVENTORY = "inventory", "Inventory and priority classes"
 
 
 class ConfigVersion(models.Model):
@@ -426,14 +427,18 @@ class ConfigVersion(models.Model):
             models.UniqueConstraint(
                 fields=["number"], condition=Q(scope="cluster"), name="one_version_number_for_cluster"
             ),
+            models.UniqueConstraint(
+                fields=["number"], condition=Q(scope="inventory"), name="one_version_number_for_inventory"
+            ),
             models.CheckConstraint(
-                condition=(Q(scope="team") & Q(team__isnull=False)) | (Q(scope="cluster") & Q(team__isnull=True)),
+                condition=(Q(scope="team") & Q(team__isnull=False))
+                | (Q(scope__in=["cluster", "inventory"]) & Q(team__isnull=True)),
                 name="version_scope_matches_team",
             ),
         ]
 
     def __str__(self):
-        subject = self.team.name if self.team_id else "cluster policy"
+        subject = self.team.name if self.team_id else VersionScope(self.scope).label.lower()
         return f"{subject} v{self.number}"
 
     @property

@@ -222,7 +222,10 @@ class AlertRuleViewSet(viewsets.ModelViewSet):
         serializer.instance = alert_services.alert_rule_create(data=serializer.validated_data, by=self.request.user)
 
     def perform_update(self, serializer):
-        alert_services.alert_rule_update(rule=serializer.instance, data=serializer.validated_data)
+        alert_services.alert_rule_update(rule=serializer.instance, data=serializer.validated_data, by=self.request.user)
+
+    def perform_destroy(self, instance):
+        alert_services.alert_rule_delete(rule=instance, by=self.request.user)
 
 
 class AlertEventSerializer(serializers.ModelSerializer):

@@ -28,3 +28,5 @@ urlpatterns += [
     path("", include(("scheduling.usage.urls", "usage"))),
     path("", include(("scheduling.kube.urls", "kube"))),
 ]
+
+handler500 = "portal.views.server_error"  # a dependency's outage is a 503 page with the reason

@@ -296,11 +296,17 @@ class ComputeAllocation(models.Model):
     class Meta:
         ordering = ["team__name", "instance_type__name"]
         constraints = [
-            models.UniqueConstraint(fields=["team", "instance_type"], name="one_allocation_per_team_and_type"),
+            models.UniqueConstraint(
+                fields=["team", "instance_type"],
+                name="one_allocation_per_team_and_type",
+                violation_error_message="the team already has an allocation on this instance type",
+            ),
+            # clean() says the same in words; the database keeps it true for every other writer.
             models.CheckConstraint(
                 condition=Q(instances__isnull=True)
                 | (Q(accelerators__isnull=True) & Q(vcpus__isnull=True) & Q(memory_gib__isnull=True)),
                 name="allocation_is_instances_or_resources",
+                violation_error_message="give either whole instances or accelerators / vCPUs / memory, not both",
             ),
         ]
 
@@ -309,8 +315,6 @@ class ComputeAllocation(models.Model):
 
     def clean(self):
         _require_finite(self, ["vcpus", "memory_gib"])
-        if self.instances is not None and any(v is not None for v in (self.accelerators, self.vcpus, self.memory_gib)):
-            raise ValidationError("give either whole instances or accelerators / vCPUs / memory, not both")
         it = self.instance_type if self.instance_type_id else None
         if it is not None and self.accelerators and not it.accelerator_key:
             raise ValidationError({"accelerators": f"{it.name} has no accelerators"})

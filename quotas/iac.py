@@ -44,7 +44,7 @@ TEAM_DEFAULTS = {
     "allocations": {},
 }
 TEAM_REQUIRED = ["name", "namespace"]
-POLICY_DEFAULTS = {"task_prioritization": "fcfs", "idle_compute": "fair-share"}
+POLICY_DEFAULTS = {"task_prioritization": "fcfs", "idle_compute": "fair-share", "backfill": "reserve"}
 SECTIONS = ["instance_types", "node_groups", "priority_classes", "teams", "cluster_policy"]
 
 
@@ -150,7 +150,7 @@ def parse(text: str) -> dict:
     if "cluster_policy" in doc:
         policy = doc["cluster_policy"] or {}
         if not isinstance(policy, dict) or set(policy) - set(POLICY_DEFAULTS):
-            raise ConfigError("cluster_policy: expected task_prioritization and idle_compute")
+            raise ConfigError("cluster_policy: expected task_prioritization, idle_compute and backfill")
         policy = {**POLICY_DEFAULTS, **policy}
     return {
         "instance_types": _entries(doc, "instance_types", INSTANCE_TYPE_REQUIRED, INSTANCE_TYPE_DEFAULTS),

@@ -113,7 +113,9 @@ def main(argv=None):
             print(f"queue: {q['in_team']} of {q['team_queued']} in team, ", end="")
             print(f"{q['in_cluster']} of {q['cluster_queued']} overall")
         if j.get("estimated_start"):
-            print(f"estimated start: {j['estimated_start']['at'] or 'unknown'} ({j['estimated_start']['note']})")
+            e = j["estimated_start"]
+            label = "reserved start" if e.get("kind") == "reserved" else "estimated start"
+            print(f"{label}: {e['at'] or 'unknown'} ({e['note']})")
         for e in j["events"]:
             print(f"  {e['at'][:19]}  {e['from_state'] or '-':>9} -> {e['to_state']:<9} {e['reason']}")
     else:

@@ -14,9 +14,13 @@ import re
 from quotas.models import Team
 from scheduling.models import Job
 
-# "job #21", optionally followed by its name and team as the loop writes them ("job #21 pretrain of vision").
-# Names are Kubernetes names (lower-case letters, digits, '-'), so the pattern cannot run into other words.
-JOB_REFERENCE = re.compile(r"\bjob #(?P<pk>\d{1,18})(?: (?P<name>[a-z0-9][a-z0-9-]*) of (?P<team>[a-z0-9][a-z0-9-]*))?")
+# "job #21", with what may follow it: its name and team as the loop writes them ("job #21 pretrain of vision"),
+# or its team as the engine does ("job #21 of vision"). Names are Kubernetes names (lower-case letters, digits,
+# '-'), so the pattern cannot run into other words.
+_NAME = r"[a-z0-9][a-z0-9-]*"
+JOB_REFERENCE = re.compile(rf"\bjob #(?P<pk>\d{{1,18}})(?: (?!of\b){_NAME} of {_NAME}| of {_NAME})?(?P<possessive>'s)?")
+# "jobs #12, #13 and #14", "jobs #12, #13, #14 ...", "jobs #1, #2, #3, #4 and 3 more" (reservations).
+JOB_LIST = re.compile(r"\bjobs #\d{1,18}(?:(?:, | and )#\d{1,18})*(?: \.\.\.| and \d+ more)?")
 ANONYMOUS = "another team's job"
 
 
@@ -33,7 +37,7 @@ class ReasonPresenter:
         """Look up every job the texts name at once (for lists and exports)."""
         if self.sees_everything:
             return
-        wanted = {int(m["pk"]) for text in texts if text for m in JOB_REFERENCE.finditer(text)}
+        wanted = {int(pk) for text in texts if text for pk in re.findall(r"#(\d{1,18})\b", text)}
         wanted -= set(self._job_team)
         if wanted:
             found = dict(Job.objects.filter(pk__in=wanted).values_list("pk", "team_id"))
@@ -47,11 +51,27 @@ class ReasonPresenter:
         return self._team_ids
 
     def __call__(self, text: str | None) -> str:
-        if not text or self.sees_everything or "job #" not in text:
+        if not text or self.sees_everything or "#" not in text:
             return text or ""
         self.prime([text])
-        teams = self.visible_teams()
-        return JOB_REFERENCE.sub(lambda m: m[0] if self._job_team.get(int(m["pk"])) in teams else ANONYMOUS, text)
+        text = JOB_LIST.sub(self._list, text)
+        return JOB_REFERENCE.sub(self._one, text)
+
+    def _visible(self, pk: str) -> bool:
+        return self._job_team.get(int(pk)) in self.visible_teams()
+
+    def _one(self, match) -> str:
+        if self._visible(match["pk"]):
+            return match[0]
+        return "another team's job's" if match["possessive"] else ANONYMOUS
+
+    def _list(self, match) -> str:
+        ids = re.findall(r"#(\d+)", match[0])
+        shown = [pk for pk in ids if self._visible(pk)]
+        if len(shown) == len(ids):
+            return match[0]
+        hidden = "other teams' jobs" if len(ids) - len(shown) > 1 or "more" in match[0] else ANONYMOUS
+        return f"jobs {', '.join('#' + pk for pk in shown)} and {hidden}" if shown else hidden
 
 
 def present(text: str | None, viewer) -> str:

@@ -87,20 +87,26 @@ class JobDetailSerializer(JobSerializer):
         fields = JobSerializer.Meta.fields + ["events", "queue_position", "estimated_start"]
         read_only_fields = fields
 
-    def get_queue_position(self, job) -> dict | None:
-        from scheduling.selectors import queue_place
+    def _plan(self, job):
+        from scheduling.selectors import job_plan
 
-        place = queue_place(job)
+        cache = self.context.setdefault("_plans", {})
+        if job.pk not in cache:
+            cache[job.pk] = job_plan(job)
+        return cache[job.pk]
+
+    def get_queue_position(self, job) -> dict | None:
+        place = self._plan(job).place
         return place.__dict__ if place else None
 
     def get_estimated_start(self, job) -> dict | None:
-        from scheduling.selectors import estimated_start
-
-        estimate = estimated_start(job)
-        if estimate is None:
+        """From the engine's plan: kind "reserved" (a team's head: its reservation) or "estimate"."""
+        e = self._plan(job).estimate
+        if e is None:
             return None
-        note = ReasonPresenter(getattr(self.context.get("request"), "user", None))(estimate.note)
-        return {"at": estimate.at, "note": note, "method": estimate.method}
+        present = ReasonPresenter(getattr(self.context.get("request"), "user", None))
+        waits_for = present(e.waits_for) if isinstance(e.waits_for, str) else e.waits_for
+        return {"at": e.at, "kind": e.kind, "waits_for": waits_for, "note": present(e.note), "method": e.method}
 
 
 class AdmissionRunSerializer(serializers.ModelSerializer):

@@ -85,3 +85,25 @@ def test_jobs_command_show_and_list(preempted, scientist):
         out = io.StringIO()
         call_command("jobs", *args, "--user", scientist.username, stdout=out)
         assert not leaks(out.getvalue(), owner), args
+
+
+@pytest.mark.parametrize(
+    "template, expected",
+    [
+        (
+            "waits behind job #{o} of team-b; fits now, but would delay job #{o}'s reservation",
+            "waits behind another team's job; fits now, but would delay another team's job's reservation",
+        ),
+        (
+            "reserved: starts in 5 min on ml.p5.48xlarge, when jobs #{o}, #{m} end",
+            "reserved: starts in 5 min on ml.p5.48xlarge, when jobs #{m} and another team's job end",
+        ),
+        ("when jobs #{o}, #{o} and #{o} end", "when other teams' jobs end"),
+        ("on ml.p5.48xlarge, when job #{o} ends", "on ml.p5.48xlarge, when another team's job ends"),
+        ("back in the queue after being preempted by job #{m}", "back in the queue after being preempted by job #{m}"),
+    ],
+)
+def test_engine_and_plan_wordings(preempted, scientist, template, expected):
+    borrower, owner = preempted
+    text = template.format(o=owner.pk, m=borrower.pk)
+    assert ReasonPresenter(scientist)(text) == expected.format(o=owner.pk, m=borrower.pk)

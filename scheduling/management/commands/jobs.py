@@ -120,16 +120,18 @@ class Command(BaseCommand):
         self.stdout.write(f"job #{job.pk} {job.name}  team {job.team.name}  by {job.submitted_by.username}")
         present = ReasonPresenter(user)
         self.stdout.write(f"state: {job.state}  reason: {present(job.reason)}")
-        place = selectors.queue_place(job)
+        plan = selectors.job_plan(job)
+        place = plan.place
         if place:
             self.stdout.write(
                 f"queue: {place.in_team} of {place.team_queued} in team, "
                 f"{place.in_cluster} of {place.cluster_queued} in cluster"
             )
-        estimate = selectors.estimated_start(job)
+        estimate = plan.estimate
         if estimate:
             when = estimate.at.isoformat(timespec="seconds") if estimate.at else "unknown"
-            self.stdout.write(f"estimated start: {when} ({present(estimate.note)})")
+            label = "reserved start" if estimate.kind == "reserved" else "estimated start"
+            self.stdout.write(f"{label}: {when} ({present(estimate.note)})")
         for event in job.events.all():
             when, before = f"{event.at:%Y-%m-%d %H:%M:%S}", event.from_state or "-"
             self.stdout.write(f"  {when}  {before:>9} -> {event.to_state:<9} {present(event.reason)}")

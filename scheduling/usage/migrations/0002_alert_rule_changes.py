@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('quotas', '0005_inventory_versions'),
+        ('quotas', '0004_bounds_and_inventory_versions'),
         ('usage', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -144,7 +144,6 @@ def main():
         extra = {k: v for k, v in f.items() if k not in ("median_s", "max_s", "runs")}
         print(f"{label:<28} {f['median_s']:8.3f} s  {extra or ''}", flush=True)
 
-
     t0 = time.perf_counter()
     run = admission_run(trigger="bench")
     figures["admission run, cold"] = {"median_s": round(time.perf_counter() - t0, 3), "runs": 1,

@@ -12,6 +12,8 @@ ENTRIES = [
     ("Policy", "quotas:policy", "reader"),
     ("Usage", "usage:dashboard", "reader"),
     ("Reports", "usage:reports", "reader"),
+    ("Requests", "whatif:request-list", "all"),
+    ("What-if", "whatif:replay-list", "reader"),
     ("Alerts", "usage:alerts", "admin"),
     ("Loop", "jobs:admission-runs", "admin"),
     ("Kubernetes", "kube:inventory", "admin"),

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "scheduling",
     "scheduling.usage",
     "scheduling.kube",
+    "scheduling.whatif",
     "portal",
 ]
 

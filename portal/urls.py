@@ -27,6 +27,7 @@ urlpatterns += [
     path("", include(("scheduling.urls", "jobs"))),
     path("", include(("scheduling.usage.urls", "usage"))),
     path("", include(("scheduling.kube.urls", "kube"))),
+    path("", include(("scheduling.whatif.urls", "whatif"))),
 ]
 
 handler500 = "portal.views.server_error"  # a dependency's outage is a 503 page with the reason

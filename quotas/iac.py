@@ -350,6 +350,27 @@ def _error_line(exc: ValidationError) -> str:
     return _one_line("; ".join(parts))
 
 
+@contextmanager
+def trial(text: str, *, user=None, reason: str = "what-if"):
+    """Apply the file inside a transaction that is always rolled back, and yield its plan while the database
+    looks as it will after the apply: readers (a what-if replay) see the draft through the ordinary models
+    and selectors. Every write runs through the same services as apply(), so it finds the same errors."""
+    desired = parse(text)
+    plan = make_plan(desired)
+    try:
+        with transaction.atomic():
+            try:
+                _apply(desired, plan, user=user, reason=reason)
+            except ValidationError as exc:
+                raise ConfigError(_error_line(exc)) from None
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(_one_line(exc)) from None
+            yield plan
+            raise _DryRun
+    except _DryRun:
+        pass
+
+
 def apply(text: str, *, dry_run: bool = False, user=None, reason: str = "applied from cluster.yaml") -> Plan:
     """Plan the file against the database and (unless dry_run) apply it atomically. A dry run also runs
     every write, so it finds the same errors, then rolls back."""

@@ -133,6 +133,33 @@ def _estimate(plan: engine.Plan) -> StartEstimate:
     )
 
 
+@dataclass
+class QueuedStart:
+    job: Job
+    rank: int
+    team_rank: int
+    estimate: StartEstimate
+
+
+def queue_starts(user, *, limit: int = 50, now: datetime | None = None) -> list[QueuedStart]:
+    """The user's visible waiting jobs in the scheduler's order with their start times, like Slurm's
+    `squeue --start`: one engine call plans everything and estimates the listed jobs."""
+    now = now or timezone.now()
+    snapshot = build_snapshot(now=now)
+    visible = {
+        str(j.pk): j
+        for j in job_list(user).filter(state__in=QUEUED_STATES).order_by("submitted_at", "pk")[: max(limit, 0) * 4]
+    }
+    decisions = engine.decide(snapshot, estimate=tuple(visible)[: max(limit, 0)])
+    rows = [
+        QueuedStart(visible[name], plan.rank, plan.team_rank, _estimate(plan))
+        for name, plan in decisions.plans.items()
+        if name in visible
+    ]
+    rows.sort(key=lambda row: row.rank)
+    return rows[:limit]
+
+
 def queue_place(job: Job) -> QueuePlace | None:
     return job_plan(job).place
 

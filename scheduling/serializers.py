@@ -25,8 +25,22 @@ class JobSubmitSerializer(RejectUnknownFields, serializers.Serializer):
         help_text="omit or null: any type the team has quota on",
     )
     accelerators = model_number_field(Job, "accelerators", default=0, help_text="per pod")
-    vcpus = model_number_field(Job, "vcpus", default=0, help_text="per pod")
-    memory_gib = model_number_field(Job, "memory_gib", default=0, help_text="per pod")
+    vcpus = model_number_field(
+        Job,
+        "vcpus",
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="per pod; omit for the proportional default",
+    )
+    memory_gib = model_number_field(
+        Job,
+        "memory_gib",
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="per pod; omit for the proportional default",
+    )
     pods = model_number_field(Job, "pods", default=1)
     priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True)
     command = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)

@@ -216,9 +216,9 @@ class Scheduler:
         """
         self.now = now
         start = len(self.log)
-        for _ in range(4):
+        while True:  # each retry protects more running work, so this ends
             self._settle_once(start)
-            wasted = self._wasted(start)
+            wasted = self._wasted(start) - self.protected
             if not wasted:
                 break
             self._undo(start)
@@ -227,8 +227,14 @@ class Scheduler:
         self.protected = set()
 
     def _wasted(self, start: int) -> set[Job]:
-        evicted = {entry[1] for entry in self.log[start:] if entry[0] == "preempted"}
-        return {job for job in evicted if job.state == RUNNING}
+        """Workloads evicted and then admitted again within this settle."""
+        evicted, wasted = set(), set()
+        for entry in self.log[start:]:
+            if entry[0] == "preempted":
+                evicted.add(entry[1])
+            elif entry[1] in evicted:
+                wasted.add(entry[1])
+        return wasted
 
     def _undo(self, start: int) -> None:
         """Take back what the log records since `start`, newest first, restoring the exact earlier state."""
@@ -371,7 +377,10 @@ class Scheduler:
         if not crossed:
             self._trials[job] = (self.scope_version.get(scope, 0), base)
             return None
-        if all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
+        # Without nodes a plan depends on the quota book alone, so holds that still fit stay the plan; with
+        # nodes a fresh plan may place heads differently, so only a trial plan can tell.
+        quota_only = self.pools[f] is None
+        if quota_only and all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
             self._trials[job] = (self.scope_version.get(scope, 0), base)
             return None
         heads = [h for h in base.heads if h is not job]

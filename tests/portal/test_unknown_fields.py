@@ -30,6 +30,12 @@ def writes(team_a, p5, scientist):
         ("post", "/api/cluster-policy/revert/", {"version": 1}),
         ("post", "/api/alert-rules/", {"team": team_a.name, "kind": "pending-too-long", "minutes": 5}),
         ("post", "/api/jobs/", {"team": team_a.name, "name": "j", "image": "pytorch:2", "accelerators": 1}),
+        ("post", "/api/whatif/replays/", {"window_days": 7}),
+        (
+            "post",
+            "/api/quota-requests/",
+            {"team": team_a.name, "instance_type": p5.name, "accelerators": 16, "start_on": "2030-01-01", "why": "x"},
+        ),
     ]
 
 

@@ -15,11 +15,15 @@ def main():
         ) from exc
     try:
         execute_from_command_line(sys.argv)
-    except Exception as exc:  # configuration errors: one line, not a traceback
+    except Exception as exc:  # configuration errors and outages: one line, not a traceback (--traceback: all of it)
         from django.core.exceptions import ImproperlyConfigured
 
         if isinstance(exc, ImproperlyConfigured):
             raise SystemExit(f"configuration error: {exc}") from None
+        from portal.dependencies import one_line, unavailable
+
+        if unavailable(exc) and "--traceback" not in sys.argv:
+            raise SystemExit(f"error: {one_line(exc)}") from None
         raise
 
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from portal import views
 from scheduling.usage.metrics import metrics
@@ -16,7 +16,7 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("django-admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("api/", include("portal.api_urls")),
 ]
@@ -29,3 +29,5 @@ urlpatterns += [
     path("", include(("scheduling.kube.urls", "kube"))),
     path("", include(("scheduling.whatif.urls", "whatif"))),
 ]
+
+handler500 = "portal.views.server_error"  # a dependency's outage is a 503 page with the reason

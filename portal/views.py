@@ -1,12 +1,15 @@
 """The role-aware home page, the profile page (API tokens) and a health check."""
 
+import sys
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template import loader
 from django.views.decorators.http import require_http_methods, require_POST
 
+from portal import dependencies
 from portal import home as home_selectors
 from quotas.models import ApiToken
 
@@ -47,6 +50,24 @@ def token_revoke(request, pk):
 
 @login_not_required
 def healthz(request):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok"})
+    """Database, broker, cache and the admission loop's last run, each on its own: 200 when all are well,
+    503 otherwise. Unauthenticated (for load balancers and monitors), so it says what, never where or who."""
+    report = dependencies.health()
+    return JsonResponse(report, status=200 if report["status"] == "ok" else 503)
+
+
+def server_error(request, *args, **kwargs):
+    """handler500: an outage of a dependency is a 503 that says which; anything else a plain 500 page.
+    Rendered without the request's context processors, which would query the database again."""
+    exc = sys.exc_info()[1]
+    reason = dependencies.unavailable(exc) if exc is not None else None
+    status = 503 if reason else 500
+    if request.path.startswith("/api/"):
+        detail = f"Service unavailable: {reason}; try again shortly." if reason else "Server error."
+        response = JsonResponse({"detail": detail}, status=status)
+    else:
+        template = "503.html" if reason else "500.html"
+        response = HttpResponse(loader.get_template(template).render({"reason": reason}), status=status)
+    if reason:
+        response["Retry-After"] = "30"
+    return response

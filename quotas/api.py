@@ -9,6 +9,7 @@ from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from portal.schema import SingleObjectSchema
 from quotas import selectors, services
 from quotas.models import (
     ClusterPolicy,
@@ -267,10 +268,17 @@ class ClusterPolicyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = ClusterPolicySerializer
     permission_classes = [IsAdminOrReadOnly]
     pagination_class = None
+    schema = SingleObjectSchema()
     filter_backends = []
 
     def get_queryset(self):
         return ClusterPolicy.objects.filter(pk=ClusterPolicy.load().pk)
+
+    def get_object(self):
+        """The one policy (used by OPTIONS, which asks for the object a PUT would change)."""
+        policy = ClusterPolicy.load()
+        self.check_object_permissions(self.request, policy)
+        return policy
 
     @extend_schema(responses=ClusterPolicySerializer)
     def list(self, request, *args, **kwargs):

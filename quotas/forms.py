@@ -3,7 +3,7 @@
 from django import forms
 from django.core.exceptions import ValidationError
 
-from quotas.models import ClusterPolicy, InstanceType, NodeGroup, PriorityClass, Team, User
+from quotas.models import ClusterPolicy, ComputeAllocation, InstanceType, NodeGroup, PriorityClass, Team, User
 
 REASON_WIDGET = forms.TextInput(attrs={"placeholder": "why (optional, shown in the history)"})
 
@@ -53,14 +53,20 @@ class TeamForm(forms.ModelForm):
         return {f: self.cleaned_data[f] for f in self.Meta.fields}
 
 
+def _bounded(field: str) -> list:
+    """The allocation model field's validators: the bounds of scheduling.engine.bounds, checked while the
+    admin types (the preview computes defaults from these values) as well as when the service saves."""
+    return list(ComputeAllocation._meta.get_field(field).validators)
+
+
 class AllocationRowForm(forms.Form):
     """One instance type's row in the allocation editor. A resource whose *_src is "default" is not set:
     the proportional default fills it, so only "set" values are stored."""
 
-    instances = forms.IntegerField(required=False, min_value=0)
-    accelerators = forms.IntegerField(required=False, min_value=0)
-    vcpus = forms.FloatField(required=False, min_value=0)
-    memory_gib = forms.FloatField(required=False, min_value=0)
+    instances = forms.IntegerField(required=False, validators=_bounded("instances"))
+    accelerators = forms.IntegerField(required=False, validators=_bounded("accelerators"))
+    vcpus = forms.FloatField(required=False, validators=_bounded("vcpus"))
+    memory_gib = forms.FloatField(required=False, validators=_bounded("memory_gib"))
     accelerators_src = forms.ChoiceField(choices=[("set", "set"), ("default", "default")], required=False)
     vcpus_src = forms.ChoiceField(choices=[("set", "set"), ("default", "default")], required=False)
     memory_gib_src = forms.ChoiceField(choices=[("set", "set"), ("default", "default")], required=False)

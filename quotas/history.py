@@ -58,6 +58,62 @@ def cluster_snapshot(policy: ClusterPolicy) -> dict:
     return {field: getattr(policy, field) for field, _, _ in CLUSTER_FIELDS}
 
 
+INVENTORY_FIELDS = {
+    "instance_types": [
+        "family", "accelerator_kind", "accelerator_resource", "accelerators", "vcpus", "memory_gib", "efa_interfaces",
+    ],
+    "node_groups": ["instance_type", "node_count"],
+    "priority_classes": ["weight", "description"],
+}  # fmt: skip
+INVENTORY_LABELS = {
+    "instance_types": "instance type",
+    "node_groups": "node group",
+    "priority_classes": "priority class",
+}
+
+
+def inventory_snapshot() -> dict:
+    """Every instance type, node group and priority class, by name."""
+    from quotas.models import InstanceType, NodeGroup, PriorityClass
+
+    rows = {
+        "instance_types": InstanceType.objects.all(),
+        "node_groups": NodeGroup.objects.select_related("instance_type"),
+        "priority_classes": PriorityClass.objects.all(),
+    }
+    snap = {}
+    for section, objects in rows.items():
+        snap[section] = {
+            o.name: {
+                f: str(getattr(o, f)) if f == "instance_type" else getattr(o, f) for f in INVENTORY_FIELDS[section]
+            }
+            for o in objects
+        }
+    return snap
+
+
+def inventory_changes(before: dict, after: dict) -> list[str]:
+    """'+ node group p5-nodes (ml.p5.48xlarge x 4)', '~ node group p5-nodes: node_count 4 → 8', '- priority class x'."""
+    out = []
+    for section, label in INVENTORY_LABELS.items():
+        old, new = before.get(section, {}), after.get(section, {})
+        for name in sorted(set(old) | set(new)):
+            if name not in old:
+                values = ", ".join(f"{f} {_readable(v, None)}" for f, v in new[name].items() if v not in ("", None))
+                out.append(f"+ {label} {name} ({values})")
+            elif name not in new:
+                out.append(f"- {label} {name}")
+            else:
+                diff = [
+                    f"{f} {_readable(old[name].get(f), None)} → {_readable(new[name].get(f), None)}"
+                    for f in INVENTORY_FIELDS[section]
+                    if old[name].get(f) != new[name].get(f)
+                ]
+                if diff:
+                    out.append(f"~ {label} {name}: " + "; ".join(diff))
+    return out
+
+
 def _readable(value, choices) -> str:
     if value is None or value == "":
         return "—"

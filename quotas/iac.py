@@ -377,7 +377,7 @@ def apply(text: str, *, dry_run: bool = False, user=None, reason: str = "applied
     desired = parse(text)
     plan = make_plan(desired)
     try:
-        with transaction.atomic():
+        with transaction.atomic(), services.inventory_change(user=user, reason=reason):  # one inventory version
             _apply(desired, plan, user=user, reason=reason)
             if dry_run:
                 raise _DryRun

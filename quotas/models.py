@@ -6,10 +6,13 @@ import secrets
 
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.deconstruct import deconstructible
+
+from scheduling.engine import bounds  # pure limits shared with the engine's scenario reader
 
 # A Kubernetes namespace is an RFC 1123 DNS label.
 k8s_name_validator = RegexValidator(
@@ -17,6 +20,42 @@ k8s_name_validator = RegexValidator(
     "must be a valid Kubernetes name: lower-case letters, digits and '-', starting and ending with a "
     "letter or digit, at most 63 characters",
 )
+
+
+# Names that end up in Kubernetes labels, charts and YAML: letters, digits, '.', '_' and '-' (no HTML).
+resource_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z",
+    "use letters, digits, '.', '_' and '-' only, starting with a letter or digit (at most 64 characters)",
+)
+# Free labels shown on pages (an accelerator model, a family): printable words, no markup.
+plain_label_validator = RegexValidator(r"^[\w .,()+/-]+\Z", "use letters, digits, spaces and . , ( ) + / - only")
+
+
+@deconstructible
+class QuantityValidator:
+    """A resource amount: finite, 0 or at least bounds.MIN_QUANTITY, at most `maximum` (scheduling.engine.bounds)."""
+
+    def __init__(self, maximum, whole=False):
+        self.maximum = maximum
+        self.whole = whole
+
+    def __call__(self, value):
+        problem = bounds.quantity_problem(value, self.maximum, whole=self.whole)
+        if problem:
+            raise ValidationError(problem, code="quantity")
+
+    def __eq__(self, other):
+        return isinstance(other, QuantityValidator) and (self.maximum, self.whole) == (other.maximum, other.whole)
+
+
+def validate_year(value):
+    """A date the portal can reason about (report windows add days to it): years bounds.MIN_YEAR..MAX_YEAR."""
+    if value is not None and not (bounds.MIN_YEAR <= value.year <= bounds.MAX_YEAR):
+        raise ValidationError(f"choose a date between {bounds.MIN_YEAR} and {bounds.MAX_YEAR}", code="year")
+
+
+def at_most(limit, unit: str = ""):
+    return MaxValueValidator(limit, message=f"must be at most {unit or f'{limit:,}'}")
 
 
 class Role(models.TextChoices):
@@ -91,18 +130,25 @@ class AcceleratorResource(models.TextChoices):
 
 
 class InstanceType(models.Model):
-    name = models.CharField(max_length=64, unique=True, help_text="e.g. ml.p5.48xlarge")
-    family = models.CharField(max_length=32, blank=True, help_text="e.g. p5")
+    name = models.CharField(
+        max_length=64, unique=True, validators=[resource_name_validator], help_text="e.g. ml.p5.48xlarge"
+    )
+    family = models.CharField(max_length=32, blank=True, validators=[plain_label_validator], help_text="e.g. p5")
     accelerator_kind = models.CharField(
-        max_length=64, blank=True, help_text="the accelerator model, e.g. NVIDIA H100 or AWS Trainium"
+        max_length=64,
+        blank=True,
+        validators=[plain_label_validator],
+        help_text="the accelerator model, e.g. NVIDIA H100 or AWS Trainium",
     )
     accelerator_resource = models.CharField(
         max_length=16, choices=AcceleratorResource.choices, blank=True, default=AcceleratorResource.NONE
     )
-    accelerators = models.PositiveIntegerField(default=0, help_text="accelerators per instance")
-    vcpus = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    memory_gib = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    efa_interfaces = models.PositiveIntegerField(default=0)
+    accelerators = models.PositiveIntegerField(
+        default=0, validators=[at_most(bounds.MAX_ACCELERATORS_PER_NODE)], help_text="accelerators per instance"
+    )
+    vcpus = models.PositiveIntegerField(validators=[MinValueValidator(1), at_most(bounds.MAX_VCPUS_PER_NODE)])
+    memory_gib = models.PositiveIntegerField(validators=[MinValueValidator(1), at_most(bounds.MAX_MEMORY_GIB_PER_NODE)])
+    efa_interfaces = models.PositiveIntegerField(default=0, validators=[at_most(bounds.MAX_EFA_PER_NODE)])
 
     class Meta:
         ordering = ["name"]
@@ -134,15 +180,27 @@ class InstanceType(models.Model):
 class NodeGroup(models.Model):
     """A group of identical nodes: the cluster's capacity of one instance type."""
 
-    name = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=64, unique=True, validators=[resource_name_validator])
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="node_groups")
-    node_count = models.PositiveIntegerField(default=0)
+    node_count = models.PositiveIntegerField(default=0, validators=[at_most(bounds.MAX_NODES_PER_GROUP)])
 
     class Meta:
         ordering = ["instance_type__name", "name"]
 
     def __str__(self):
         return f"{self.name} ({self.node_count} x {self.instance_type})"
+
+    def clean(self):
+        if self.node_count is None or self.node_count > bounds.MAX_NODES_PER_GROUP:
+            return  # the field's own validator says why
+        others = NodeGroup.objects.exclude(pk=self.pk).aggregate(n=models.Sum("node_count"))["n"] or 0
+        if others + self.node_count > bounds.MAX_CLUSTER_NODES:
+            raise ValidationError(
+                {
+                    "node_count": f"the cluster would have {others + self.node_count:,} nodes; the portal governs "
+                    f"at most {bounds.MAX_CLUSTER_NODES:,} (the other node groups have {others:,})"
+                }
+            )
 
 
 class Sharing(models.TextChoices):
@@ -181,12 +239,12 @@ class Team(models.Model):
         validators=[k8s_name_validator],
         help_text="teams in one cohort lend each other idle quota",
     )
-    fair_share_weight = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
+    fair_share_weight = models.FloatField(default=1.0, validators=[QuantityValidator(bounds.MAX_FAIR_SHARE_WEIGHT)])
     sharing = models.CharField(max_length=16, choices=Sharing.choices, default=Sharing.LEND_AND_BORROW)
     borrow_limit_pct = models.FloatField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(0.0)],
+        validators=[QuantityValidator(bounds.MAX_BORROW_LIMIT_PCT)],
         help_text="cap on borrowing, as % of the nominal quota per resource; empty = no cap",
     )
     preempt_team_tasks = models.CharField(
@@ -205,6 +263,8 @@ class Team(models.Model):
 
     def clean(self):
         _require_finite(self, ["fair_share_weight", "borrow_limit_pct"])
+        if self._state.adding and Team.objects.count() >= bounds.MAX_TEAMS:
+            raise ValidationError(f"the portal holds at most {bounds.MAX_TEAMS:,} teams")
 
 
 def _require_finite(obj, fields):
@@ -226,19 +286,27 @@ class ComputeAllocation(models.Model):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="allocations")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="allocations")
-    instances = models.PositiveIntegerField(null=True, blank=True)
-    accelerators = models.PositiveIntegerField(null=True, blank=True)
-    vcpus = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0.0)])
-    memory_gib = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0.0)])
+    instances = models.PositiveIntegerField(null=True, blank=True, validators=[at_most(bounds.MAX_QUOTA_INSTANCES)])
+    accelerators = models.PositiveIntegerField(
+        null=True, blank=True, validators=[at_most(bounds.MAX_QUOTA_ACCELERATORS)]
+    )
+    vcpus = models.FloatField(null=True, blank=True, validators=[QuantityValidator(bounds.MAX_QUOTA_VCPUS)])
+    memory_gib = models.FloatField(null=True, blank=True, validators=[QuantityValidator(bounds.MAX_QUOTA_MEMORY_GIB)])
 
     class Meta:
         ordering = ["team__name", "instance_type__name"]
         constraints = [
-            models.UniqueConstraint(fields=["team", "instance_type"], name="one_allocation_per_team_and_type"),
+            models.UniqueConstraint(
+                fields=["team", "instance_type"],
+                name="one_allocation_per_team_and_type",
+                violation_error_message="the team already has an allocation on this instance type",
+            ),
+            # clean() says the same in words; the database keeps it true for every other writer.
             models.CheckConstraint(
                 condition=Q(instances__isnull=True)
                 | (Q(accelerators__isnull=True) & Q(vcpus__isnull=True) & Q(memory_gib__isnull=True)),
                 name="allocation_is_instances_or_resources",
+                violation_error_message="give either whole instances or accelerators / vCPUs / memory, not both",
             ),
         ]
 
@@ -247,8 +315,6 @@ class ComputeAllocation(models.Model):
 
     def clean(self):
         _require_finite(self, ["vcpus", "memory_gib"])
-        if self.instances is not None and any(v is not None for v in (self.accelerators, self.vcpus, self.memory_gib)):
-            raise ValidationError("give either whole instances or accelerators / vCPUs / memory, not both")
         it = self.instance_type if self.instance_type_id else None
         if it is not None and self.accelerators and not it.accelerator_key:
             raise ValidationError({"accelerators": f"{it.name} has no accelerators"})
@@ -327,7 +393,10 @@ class PriorityClass(models.Model):
     """A named priority. A job without one gets the lowest priority of all."""
 
     name = models.CharField(max_length=63, unique=True, validators=[k8s_name_validator])
-    weight = models.IntegerField(help_text="higher runs first and may preempt lower")
+    weight = models.IntegerField(
+        validators=[MinValueValidator(-bounds.MAX_PRIORITY), at_most(bounds.MAX_PRIORITY)],
+        help_text="higher runs first and may preempt lower",
+    )
     description = models.CharField(max_length=200, blank=True)
 
     class Meta:
@@ -341,6 +410,7 @@ class PriorityClass(models.Model):
 class VersionScope(models.TextChoices):
     TEAM = "team", "Team"
     CLUSTER = "cluster", "Cluster policy"
+    INVENTORY = "inventory", "Inventory and priority classes"
 
 
 class ConfigVersion(models.Model):
@@ -372,14 +442,18 @@ class ConfigVersion(models.Model):
             models.UniqueConstraint(
                 fields=["number"], condition=Q(scope="cluster"), name="one_version_number_for_cluster"
             ),
+            models.UniqueConstraint(
+                fields=["number"], condition=Q(scope="inventory"), name="one_version_number_for_inventory"
+            ),
             models.CheckConstraint(
-                condition=(Q(scope="team") & Q(team__isnull=False)) | (Q(scope="cluster") & Q(team__isnull=True)),
+                condition=(Q(scope="team") & Q(team__isnull=False))
+                | (Q(scope__in=["cluster", "inventory"]) & Q(team__isnull=True)),
                 name="version_scope_matches_team",
             ),
         ]
 
     def __str__(self):
-        subject = self.team.name if self.team_id else "cluster policy"
+        subject = self.team.name if self.team_id else VersionScope(self.scope).label.lower()
         return f"{subject} v{self.number}"
 
     @property

@@ -67,6 +67,7 @@ def cluster_inventory() -> dict:
     return {
         "rows": rows,
         "node_groups": NodeGroup.objects.select_related("instance_type"),
+        "versions": inventory_versions()[:10],
         "warnings": [r["warning"] for r in rows if r["warning"]],
     }
 
@@ -151,3 +152,8 @@ def team_versions(team: Team):
 
 def cluster_versions():
     return ConfigVersion.objects.filter(scope="cluster").select_related("author", "reverted_from").order_by("-number")
+
+
+def inventory_versions():
+    """Every change to instance types, node groups and priority classes (a record; not revertible)."""
+    return ConfigVersion.objects.filter(scope="inventory").select_related("author").order_by("-number")

@@ -1,7 +1,10 @@
 """API shapes. Input serializers only parse; the rules are the models' validators, run by the services."""
 
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
 from rest_framework import serializers
 
+from portal.api import RejectUnknownFields
 from quotas.models import (
     Backfill,
     ClusterPolicy,
@@ -12,6 +15,7 @@ from quotas.models import (
     NodeGroup,
     PreemptTeamTasks,
     PriorityClass,
+    QuantityValidator,
     Sharing,
     TaskPrioritization,
     Team,
@@ -19,7 +23,25 @@ from quotas.models import (
 )
 
 
-class InstanceTypeSerializer(serializers.ModelSerializer):
+def model_number_field(model, name: str, **kwargs):
+    """A number field that checks the model field's own validators (its bounds, from
+    scheduling.engine.bounds), and declares the same minimum and maximum in the schema."""
+    model_field = model._meta.get_field(name)
+    field_class = serializers.FloatField if isinstance(model_field, models.FloatField) else serializers.IntegerField
+    field = field_class(validators=list(model_field.validators), **kwargs)
+    low, high = 0, None
+    for validator in model_field.validators:
+        if isinstance(validator, QuantityValidator):
+            high = validator.maximum if high is None else min(high, validator.maximum)
+        elif isinstance(validator, MaxValueValidator):
+            high = validator.limit_value if high is None else min(high, validator.limit_value)
+        elif isinstance(validator, MinValueValidator):
+            low = max(low, validator.limit_value)
+    field.min_value, field.max_value = low, high  # read by the schema; the validators give the messages
+    return field
+
+
+class InstanceTypeSerializer(RejectUnknownFields, serializers.ModelSerializer):
     nodes = serializers.IntegerField(read_only=True, help_text="nodes of this type in all node groups")
     capacity = serializers.SerializerMethodField(help_text="resources of one instance, in the engine's names")
 
@@ -43,7 +65,7 @@ class InstanceTypeSerializer(serializers.ModelSerializer):
         return obj.capacity()
 
 
-class NodeGroupSerializer(serializers.ModelSerializer):
+class NodeGroupSerializer(RejectUnknownFields, serializers.ModelSerializer):
     instance_type = serializers.SlugRelatedField(slug_field="name", queryset=InstanceType.objects.all())
 
     class Meta:
@@ -51,13 +73,13 @@ class NodeGroupSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "instance_type", "node_count"]
 
 
-class PriorityClassSerializer(serializers.ModelSerializer):
+class PriorityClassSerializer(RejectUnknownFields, serializers.ModelSerializer):
     class Meta:
         model = PriorityClass
         fields = ["id", "name", "weight", "description"]
 
 
-class ReasonMixin(serializers.Serializer):
+class ReasonMixin(RejectUnknownFields, serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=300, write_only=True)
 
 
@@ -104,14 +126,14 @@ class AllocationSerializer(serializers.ModelSerializer):
         }
 
 
-class AllocationAmountsSerializer(serializers.Serializer):
+class AllocationAmountsSerializer(RejectUnknownFields, serializers.Serializer):
     """Amounts on one instance type: whole instances, or any of accelerators / vCPUs / memory (GiB).
     Leave a resource out (or null) for its proportional default."""
 
-    instances = serializers.IntegerField(min_value=0, required=False, allow_null=True)
-    accelerators = serializers.IntegerField(min_value=0, required=False, allow_null=True)
-    vcpus = serializers.FloatField(min_value=0, required=False, allow_null=True)
-    memory_gib = serializers.FloatField(min_value=0, required=False, allow_null=True)
+    instances = model_number_field(ComputeAllocation, "instances", required=False, allow_null=True)
+    accelerators = model_number_field(ComputeAllocation, "accelerators", required=False, allow_null=True)
+    vcpus = model_number_field(ComputeAllocation, "vcpus", required=False, allow_null=True)
+    memory_gib = model_number_field(ComputeAllocation, "memory_gib", required=False, allow_null=True)
 
 
 class AllocationInputSerializer(ReasonMixin, AllocationAmountsSerializer):
@@ -157,9 +179,9 @@ class TeamInputSerializer(ReasonMixin):
     namespace = serializers.CharField(max_length=63)
     description = serializers.CharField(max_length=200, required=False, allow_blank=True)
     cohort = serializers.CharField(max_length=63, required=False)
-    fair_share_weight = serializers.FloatField(required=False)
+    fair_share_weight = model_number_field(Team, "fair_share_weight", required=False)
     sharing = serializers.ChoiceField(choices=Sharing.choices, required=False)
-    borrow_limit_pct = serializers.FloatField(required=False, allow_null=True)
+    borrow_limit_pct = model_number_field(Team, "borrow_limit_pct", required=False, allow_null=True)
     preempt_team_tasks = serializers.ChoiceField(choices=PreemptTeamTasks.choices, required=False)
     members = serializers.SlugRelatedField(
         slug_field="username", many=True, queryset=User.objects.all(), required=False
@@ -179,9 +201,9 @@ class TeamStatusSerializer(serializers.Serializer):
 
 
 class ConfigVersionSerializer(serializers.ModelSerializer):
-    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    reverted_from = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    team = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    reverted_from = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
 
     class Meta:
         model = ConfigVersion

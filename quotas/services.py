@@ -5,6 +5,9 @@ and the history live in one place. Bad input raises django.core.exceptions.Valid
 nothing.
 """
 
+import threading
+from contextlib import contextmanager
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, ProtectedError
@@ -61,31 +64,35 @@ def _set_fields(obj, fields: dict, allowed):
 # --- versions -----------------------------------------------------------------------------------------
 
 
-def _last_version(*, team=None) -> ConfigVersion | None:
-    qs = ConfigVersion.objects.filter(team=team) if team else ConfigVersion.objects.filter(scope="cluster")
-    return qs.order_by("-number").first()
+def _versions(*, team=None, scope=None):
+    if team:
+        return ConfigVersion.objects.filter(team=team)
+    return ConfigVersion.objects.filter(scope=scope or VersionScope.CLUSTER)
 
 
-def _next_number(*, team=None) -> int:
-    qs = ConfigVersion.objects.filter(team=team) if team else ConfigVersion.objects.filter(scope="cluster")
-    return (qs.aggregate(n=Max("number"))["n"] or 0) + 1
+def _last_version(*, team=None, scope=None) -> ConfigVersion | None:
+    return _versions(team=team, scope=scope).order_by("-number").first()
 
 
-def _record(*, team, before, after, changes, user, reason, reverted_from=None, force=False):
+def _next_number(*, team=None, scope=None) -> int:
+    return (_versions(team=team, scope=scope).aggregate(n=Max("number"))["n"] or 0) + 1
+
+
+def _record(*, team, before, after, changes, user, reason, reverted_from=None, force=False, scope=None):
     """Write a version if something changed. The first recorded change of a subject that has no history
     yet (created before history, or by demo data) first stores its previous state, so it can be restored."""
     if not changes and not force:
         return None
-    scope = VersionScope.TEAM if team else VersionScope.CLUSTER
+    scope = scope or (VersionScope.TEAM if team else VersionScope.CLUSTER)
     configuration_changed.send(sender=ConfigVersion, what=scope)
-    if before is not None and _last_version(team=team) is None:
+    if before is not None and _last_version(team=team, scope=scope) is None:
         ConfigVersion.objects.create(
             scope=scope, team=team, number=1, snapshot=before, changes=["state before history was recorded"]
         )
     return ConfigVersion.objects.create(
         scope=scope,
         team=team,
-        number=_next_number(team=team),
+        number=_next_number(team=team, scope=scope),
         snapshot=after,
         changes=changes or ["no change"],
         author=user if user and user.is_authenticated else None,
@@ -257,6 +264,8 @@ def cluster_policy_update(*, user=None, reason="", **fields) -> ConfigVersion | 
 @transaction.atomic
 def version_revert(*, version: ConfigVersion, user=None, reason="") -> ConfigVersion:
     """Restore an earlier version's state; the revert itself is a new version."""
+    if version.scope == VersionScope.INVENTORY:
+        raise ValidationError("inventory versions are a record; change the instance types or node groups instead")
     snap = version.snapshot
     note = f"revert to version {version.number}" + (f": {reason}" if reason else "")
     if version.scope == VersionScope.CLUSTER:
@@ -309,39 +318,71 @@ NODE_GROUP_FIELDS = ["name", "instance_type", "node_count"]
 PRIORITY_CLASS_FIELDS = ["name", "weight", "description"]
 
 
-@transaction.atomic
-def instance_type_save(*, instance_type: InstanceType | None = None, user=None, **fields) -> InstanceType:
-    it = instance_type or InstanceType()
-    _set_fields(it, fields, INSTANCE_TYPE_FIELDS)
-    return _save(it)
+_inventory_block = threading.local()
 
 
-@transaction.atomic
-def instance_type_delete(*, instance_type: InstanceType, user=None) -> None:
-    _delete(instance_type)
+@contextmanager
+def inventory_change(*, user=None, reason=""):
+    """Every write to instance types, node groups and priority classes inside this block becomes one version
+    of the inventory (scope "inventory"), in the same transaction. Blocks nest: the outermost records."""
+    if getattr(_inventory_block, "active", False):
+        yield
+        return
+    with transaction.atomic():
+        ClusterPolicy.objects.select_for_update().get(pk=ClusterPolicy.load().pk)  # one inventory writer at a time
+        before = history.inventory_snapshot()
+        _inventory_block.active = True
+        try:
+            yield
+        finally:
+            _inventory_block.active = False
+        after = history.inventory_snapshot()
+        _record(
+            team=None,
+            scope=VersionScope.INVENTORY,
+            before=before,
+            after=after,
+            changes=history.inventory_changes(before, after),
+            user=user,
+            reason=reason,
+        )
 
 
-@transaction.atomic
-def node_group_save(*, node_group: NodeGroup | None = None, user=None, **fields) -> NodeGroup:
-    ng = node_group or NodeGroup()
-    if "instance_type" in fields:
-        fields["instance_type"] = _instance_type(fields["instance_type"])
-    _set_fields(ng, fields, NODE_GROUP_FIELDS)
-    return _save(ng)
+def instance_type_save(*, instance_type: InstanceType | None = None, user=None, reason="", **fields) -> InstanceType:
+    with inventory_change(user=user, reason=reason):
+        it = instance_type or InstanceType()
+        _set_fields(it, fields, INSTANCE_TYPE_FIELDS)
+        return _save(it)
 
 
-@transaction.atomic
-def node_group_delete(*, node_group: NodeGroup, user=None) -> None:
-    _delete(node_group)
+def instance_type_delete(*, instance_type: InstanceType, user=None, reason="") -> None:
+    with inventory_change(user=user, reason=reason):
+        _delete(instance_type)
 
 
-@transaction.atomic
-def priority_class_save(*, priority_class: PriorityClass | None = None, user=None, **fields) -> PriorityClass:
-    pc = priority_class or PriorityClass()
-    _set_fields(pc, fields, PRIORITY_CLASS_FIELDS)
-    return _save(pc)
+def node_group_save(*, node_group: NodeGroup | None = None, user=None, reason="", **fields) -> NodeGroup:
+    with inventory_change(user=user, reason=reason):
+        ng = node_group or NodeGroup()
+        if "instance_type" in fields:
+            fields["instance_type"] = _instance_type(fields["instance_type"])
+        _set_fields(ng, fields, NODE_GROUP_FIELDS)
+        return _save(ng)
 
 
-@transaction.atomic
-def priority_class_delete(*, priority_class: PriorityClass, user=None) -> None:
-    _delete(priority_class)
+def node_group_delete(*, node_group: NodeGroup, user=None, reason="") -> None:
+    with inventory_change(user=user, reason=reason):
+        _delete(node_group)
+
+
+def priority_class_save(
+    *, priority_class: PriorityClass | None = None, user=None, reason="", **fields
+) -> PriorityClass:
+    with inventory_change(user=user, reason=reason):
+        pc = priority_class or PriorityClass()
+        _set_fields(pc, fields, PRIORITY_CLASS_FIELDS)
+        return _save(pc)
+
+
+def priority_class_delete(*, priority_class: PriorityClass, user=None, reason="") -> None:
+    with inventory_change(user=user, reason=reason):
+        _delete(priority_class)

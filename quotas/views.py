@@ -5,7 +5,7 @@ from functools import wraps
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -265,7 +265,10 @@ def allocation_preview(request, pk):
     team = visible_team(request, pk)
     if not request.user.is_portal_admin:
         raise PermissionDenied("only admins change allocations")
-    it = get_object_or_404(InstanceType, pk=request.GET.get("type"))
+    type_id = request.GET.get("type", "")
+    if not (type_id.isascii() and type_id.isdigit()) or len(type_id) > 18:
+        raise Http404("no such instance type")
+    it = get_object_or_404(InstanceType, pk=type_id)
     trigger = request.headers.get("HX-Trigger-Name", "")
     return HttpResponse(preview_fragments(request, team, it, request.GET, trigger))
 

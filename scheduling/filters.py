@@ -3,7 +3,7 @@
 import django_filters
 from django import forms
 
-from quotas.models import Team
+from quotas.models import Team, validate_year
 from scheduling.models import Job, JobState
 
 
@@ -20,10 +20,16 @@ class JobFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(field_name="submitted_by__username", label="Submitted by")
     name = django_filters.CharFilter(lookup_expr="icontains", label="Name contains")
     submitted_after = django_filters.DateFilter(
-        field_name="submitted_at", lookup_expr="date__gte", widget=forms.DateInput(attrs={"type": "date"})
+        field_name="submitted_at",
+        lookup_expr="date__gte",
+        validators=[validate_year],
+        widget=forms.DateInput(attrs={"type": "date"}),
     )
     submitted_before = django_filters.DateFilter(
-        field_name="submitted_at", lookup_expr="date__lte", widget=forms.DateInput(attrs={"type": "date"})
+        field_name="submitted_at",
+        lookup_expr="date__lte",
+        validators=[validate_year],
+        widget=forms.DateInput(attrs={"type": "date"}),
     )
 
     class Meta:

@@ -1,9 +1,27 @@
 """What runs: job requests, their life as events, and the admission loop's runs."""
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
+
+from quotas.models import QuantityValidator, at_most
+from scheduling.engine import bounds
+
+# A container image reference (the distribution/reference grammar): [registry[:port]/]path[:tag][@digest].
+# ASCII only, so no bidirectional or control characters can disguise what runs.
+IMAGE_REFERENCE = (
+    r"^(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*"
+    r"(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z"
+)
+image_validator = RegexValidator(
+    IMAGE_REFERENCE,
+    "must be a container image reference such as nvcr.io/nvidia/pytorch:24.05-py3 "
+    "(registry/path:tag or @sha256:digest, lower-case path, ASCII only)",
+)
 
 
 class JobState(models.TextChoices):
@@ -49,17 +67,27 @@ class Job(models.Model):
         related_name="+",
         help_text="empty = any instance type the team has quota on",
     )
-    accelerators = models.PositiveIntegerField(default=0, help_text="per pod")
-    vcpus = models.FloatField(default=0, validators=[MinValueValidator(0.0)], help_text="per pod")
-    memory_gib = models.FloatField(default=0, validators=[MinValueValidator(0.0)], help_text="per pod")
-    pods = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    accelerators = models.PositiveIntegerField(
+        default=0, validators=[at_most(bounds.MAX_ACCELERATORS_PER_NODE)], help_text="per pod"
+    )
+    vcpus = models.FloatField(default=0, validators=[QuantityValidator(bounds.MAX_VCPUS_PER_NODE)], help_text="per pod")
+    memory_gib = models.FloatField(
+        default=0, validators=[QuantityValidator(bounds.MAX_MEMORY_GIB_PER_NODE)], help_text="per pod"
+    )
+    pods = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1), at_most(bounds.MAX_PODS_PER_JOB)])
     priority_class = models.ForeignKey(
         "quotas.PriorityClass", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs"
     )
-    image = models.CharField(max_length=255)
+    image = models.CharField(max_length=255, validators=[image_validator])
     command = models.TextField(blank=True)
     expected_duration_s = models.PositiveIntegerField(
-        null=True, blank=True, help_text="how long it should run, in seconds; used for start estimates"
+        null=True,
+        blank=True,
+        validators=[
+            MinValueValidator(1),
+            at_most(bounds.MAX_DURATION_S, f"{bounds.MAX_DURATION_S // 86400} days ({bounds.MAX_DURATION_S:,} s)"),
+        ],
+        help_text="how long it should run, in seconds; used for start estimates",
     )
 
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING, db_index=True)

@@ -2,13 +2,21 @@
 
 from rest_framework import serializers
 
+from portal.api import RejectUnknownFields
+from quotas.serializers import model_number_field
 from scheduling.models import AdmissionRun, Job, JobEvent
+from scheduling.reasons import ReasonPresenter
 
 
-class JobSubmitSerializer(serializers.Serializer):
+def bounded(field: str) -> list:
+    """The model field's validators (its bounds from scheduling.engine.bounds), for a serializer field."""
+    return list(Job._meta.get_field(field).validators)
+
+
+class JobSubmitSerializer(RejectUnknownFields, serializers.Serializer):
     team = serializers.CharField(max_length=63)
     name = serializers.CharField(max_length=63)
-    image = serializers.CharField(max_length=255)
+    image = serializers.CharField(max_length=255, validators=bounded("image"))
     instance_type = serializers.CharField(
         max_length=64,
         required=False,
@@ -16,28 +24,49 @@ class JobSubmitSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="omit or null: any type the team has quota on",
     )
-    accelerators = serializers.IntegerField(min_value=0, default=0, help_text="per pod")
-    vcpus = serializers.FloatField(
-        min_value=0,
+    accelerators = model_number_field(Job, "accelerators", default=0, help_text="per pod")
+    vcpus = model_number_field(
+        Job,
+        "vcpus",
         required=False,
         allow_null=True,
         default=None,
         help_text="per pod; omit for the proportional default",
     )
-    memory_gib = serializers.FloatField(
-        min_value=0,
+    memory_gib = model_number_field(
+        Job,
+        "memory_gib",
         required=False,
         allow_null=True,
         default=None,
         help_text="per pod; omit for the proportional default",
     )
-    pods = serializers.IntegerField(min_value=1, default=1)
+    pods = model_number_field(Job, "pods", default=1)
     priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True)
-    command = serializers.CharField(required=False, allow_blank=True, default="")
-    expected_duration_s = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    command = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+    expected_duration_s = model_number_field(Job, "expected_duration_s", required=False, allow_null=True)
+
+
+class ReasonForReader(serializers.CharField):
+    """A reason as the requesting user may read it (scheduling.reasons): other teams' jobs anonymised.
+    Without a request in the context nobody is known to be reading, so every job reference is anonymised."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value):
+        request = self.context.get("request")
+        presenter = self.context.get("reason_presenter")
+        if presenter is None:
+            presenter = ReasonPresenter(getattr(request, "user", None))
+            if hasattr(self.root, "_context"):
+                self.root._context["reason_presenter"] = presenter
+        return presenter(value)
 
 
 class JobEventSerializer(serializers.ModelSerializer):
+    reason = ReasonForReader()
+
     class Meta:
         model = JobEvent
         fields = ["at", "from_state", "to_state", "reason"]
@@ -46,10 +75,11 @@ class JobEventSerializer(serializers.ModelSerializer):
 class JobSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="team.name")
     submitted_by = serializers.CharField(source="submitted_by.username")
-    instance_type = serializers.CharField(source="instance_type.name", default=None)
-    assigned_instance_type = serializers.CharField(source="assigned_instance_type.name", default=None)
-    priority_class = serializers.CharField(source="priority_class.name", default=None)
+    instance_type = serializers.CharField(source="instance_type.name", default=None, allow_null=True)
+    assigned_instance_type = serializers.CharField(source="assigned_instance_type.name", default=None, allow_null=True)
+    priority_class = serializers.CharField(source="priority_class.name", default=None, allow_null=True)
     url = serializers.HyperlinkedIdentityField(view_name="job-detail")
+    reason = ReasonForReader()
 
     class Meta:
         model = Job
@@ -88,7 +118,9 @@ class JobDetailSerializer(JobSerializer):
         e = self._plan(job).estimate
         if e is None:
             return None
-        return {"at": e.at, "kind": e.kind, "waits_for": e.waits_for, "note": e.note, "method": e.method}
+        present = ReasonPresenter(getattr(self.context.get("request"), "user", None))
+        waits_for = present(e.waits_for) if isinstance(e.waits_for, str) else e.waits_for
+        return {"at": e.at, "kind": e.kind, "waits_for": waits_for, "note": present(e.note), "method": e.method}
 
 
 class AdmissionRunSerializer(serializers.ModelSerializer):

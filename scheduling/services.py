@@ -6,7 +6,6 @@ before writing anything, inside one transaction. The admission loop is asked to 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -16,13 +15,19 @@ from django.utils import timezone
 
 from quotas.models import InstanceType, PriorityClass, Team, k8s_name_validator
 from scheduling import engine
+from scheduling.engine import bounds
 from scheduling.loop import admission_request
-from scheduling.models import ACTIVE_STATES, FINAL_STATES, Job, JobEvent, JobState
+from scheduling.models import ACTIVE_STATES, FINAL_STATES, Job, JobEvent, JobState, image_validator
 
 __all__ = ["JobNotFound", "JobRequest", "admission_request", "job_cancel", "job_for_user", "job_submit"]
 
-MAX_PODS = 512
-MAX_DURATION_S = 30 * 24 * 3600
+MAX_PODS = bounds.MAX_PODS_PER_JOB
+MAX_DURATION_S = bounds.MAX_DURATION_S
+SIZE_LIMITS = {
+    "accelerators": (bounds.MAX_ACCELERATORS_PER_NODE, True),
+    "vcpus": (bounds.MAX_VCPUS_PER_NODE, False),
+    "memory_gib": (bounds.MAX_MEMORY_GIB_PER_NODE, False),
+}
 
 
 class JobNotFound(Exception):
@@ -96,6 +101,11 @@ def _resolve(request: JobRequest, user):
         err("name", f"job name {exc.messages[0]}")
     if not (request.image or "").strip():
         err("image", "give the container image to run, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
+    else:
+        try:
+            image_validator(request.image.strip())
+        except ValidationError as exc:
+            err("image", exc.messages[0])
 
     _fill_defaults(request, team, instance_type, types)
     _check_sizes(request, instance_type, types, err)
@@ -130,14 +140,16 @@ def _fill_defaults(request: JobRequest, team, instance_type, types: list[Instanc
 def _check_sizes(request: JobRequest, instance_type, types: list[InstanceType], err) -> None:
     sizes = {"accelerators": request.accelerators, "vcpus": request.vcpus, "memory_gib": request.memory_gib}
     for field, value in sizes.items():
-        if value is None or (isinstance(value, float) and not math.isfinite(value)) or value < 0:
-            err(field, "must be a number of zero or more")
+        maximum, whole = SIZE_LIMITS[field]
+        problem = bounds.quantity_problem(value, maximum, whole=whole) if value is not None else "must be a number"
+        if problem:
+            err(field, f"{problem} per pod" if "at most" in problem else problem)
             return
     if request.pods is None or request.pods < 1 or request.pods > MAX_PODS:
-        err("pods", f"must be between 1 and {MAX_PODS}")
+        err("pods", f"must be between 1 and {MAX_PODS:,}")
         return
     if request.expected_duration_s is not None and not (0 < request.expected_duration_s <= MAX_DURATION_S):
-        err("expected_duration_s", "must be between 1 second and 30 days")
+        err("expected_duration_s", f"must be between 1 second and {MAX_DURATION_S // 86400} days")
     if not (request.accelerators or request.vcpus or request.memory_gib):
         err("__all__", "ask for some resources: accelerators, vCPUs or memory per pod")
         return
@@ -220,7 +232,7 @@ def job_submit(*, user, request: JobRequest, cloned_from: Job | None = None) -> 
 
 def job_for_user(*, user, pk) -> Job:
     """A job the user may see, or JobNotFound (never a hint that it exists)."""
-    job = Job.objects.visible_to(user).filter(pk=pk).first() if str(pk).isdigit() else None
+    job = Job.objects.visible_to(user).filter(pk=pk).first() if str(pk).isascii() and str(pk).isdigit() else None
     if job is None:
         raise JobNotFound(f"no job #{pk}")
     return job

@@ -8,7 +8,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from quotas.models import Team
@@ -16,6 +18,7 @@ from scheduling import selectors, services
 from scheduling.filters import JobFilter
 from scheduling.forms import JobForm, format_duration
 from scheduling.models import FINAL_STATES
+from scheduling.reasons import ReasonPresenter
 
 CSV_COLUMNS = [
     ("id", lambda j: j.pk),
@@ -55,7 +58,7 @@ def _filtered(request):
 def job_list(request):
     jobs = _filtered(request)
     if request.GET.get("export") == "csv":
-        return _csv(jobs.qs)
+        return _csv(jobs.qs, request.user)
     page = Paginator(jobs.qs, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -64,13 +67,15 @@ def job_list(request):
     return render(request, template, context)
 
 
-def _csv(queryset):
+def _csv(queryset, viewer):
     writer = csv.writer(_Echo())
+    present = ReasonPresenter(viewer)  # other teams' jobs named in a reason are anonymised for this reader
+    columns = [(name, (lambda j: present(j.reason)) if name == "reason" else value) for name, value in CSV_COLUMNS]
 
     def rows():
-        yield writer.writerow([name for name, _ in CSV_COLUMNS])
+        yield writer.writerow([name for name, _ in columns])
         for job in queryset.iterator(chunk_size=500):
-            yield writer.writerow([value(job) for _, value in CSV_COLUMNS])
+            yield writer.writerow([value(job) for _, value in columns])
 
     response = StreamingHttpResponse(rows(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="jobs-{timezone.now():%Y%m%d-%H%M}.csv"'
@@ -140,10 +145,18 @@ def job_cancel(request, pk):
         raise Http404("no such job") from exc
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
-        return redirect(request.POST.get("next") or "jobs:job-list")
+        return redirect(_safe_next(request))
     messages.success(request, f"Job #{job.pk} {job.name} cancelled.")
+    return redirect(_safe_next(request))
+
+
+def _safe_next(request) -> str:
+    """Where to go after a POST: the `next` the form gave when it is a path on this site, else the job list."""
     target = request.POST.get("next") or ""
-    return redirect(target if target.startswith("/") and not target.startswith("//") else "jobs:job-list")
+    safe = target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if safe else reverse("jobs:job-list")
 
 
 def admission_runs(request):

@@ -10,6 +10,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from . import bounds
 from .model import InstanceType, Policy, Team
 from .quota import resolve_quota
 
@@ -18,8 +19,8 @@ SHARING = ("DontLend", "Lend", "LendAndBorrow")
 TEAM_TASKS = ("Never", "LowerPriority")
 RECLAIM = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN = ("Never", "LowerPriority")
-MAX_NODES = 100_000  # per instance type; nodes are tracked one by one
-MAX_PODS = 100_000
+MAX_NODES = bounds.MAX_NODES_PER_GROUP  # per instance type; nodes are tracked one by one
+MAX_PODS = bounds.MAX_PODS_PER_JOB
 BACKFILL = ("reserve", "none")
 WITHIN_TEAM = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 

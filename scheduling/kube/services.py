@@ -6,6 +6,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from quotas import services as quota_services
 from quotas.models import InstanceType, NodeGroup
 from scheduling.backends.base import ClusterUnreachable
 from scheduling.kube import manifests
@@ -86,6 +87,16 @@ def inventory_apply(*, snapshot_id: int, user) -> InventorySnapshot:
         raise ValidationError(f"that reading cannot be applied: {snapshot.get_status_display().lower()}")
     if inventory_changes(snapshot.items, *configured_inventory()) != snapshot.changes:
         raise ValidationError("the configured inventory changed since this reading; read the cluster again and review")
+    with quota_services.inventory_change(user=user, reason=f"applied the cluster's inventory (reading #{snapshot.pk})"):
+        _apply_inventory_changes(snapshot)
+    snapshot.status = SnapshotStatus.APPLIED
+    snapshot.applied_at = timezone.now()
+    snapshot.applied_by = user
+    snapshot.save(update_fields=["status", "applied_at", "applied_by"])
+    return snapshot
+
+
+def _apply_inventory_changes(snapshot: InventorySnapshot) -> None:
     for change in snapshot.changes:
         new = {field: values[1] for field, values in change["fields"].items()}
         if change["kind"] == "instance_type":
@@ -106,11 +117,6 @@ def inventory_apply(*, snapshot_id: int, user) -> InventorySnapshot:
         group.node_count = change["fields"].get("node_count", [None, group.node_count])[1]
         group.full_clean()
         group.save()
-    snapshot.status = SnapshotStatus.APPLIED
-    snapshot.applied_at = timezone.now()
-    snapshot.applied_by = user
-    snapshot.save(update_fields=["status", "applied_at", "applied_by"])
-    return snapshot
 
 
 def kueue_objects() -> list[dict]:

@@ -45,3 +45,11 @@ def job_size(job) -> str:
     if not parts and job.memory_gib:
         parts.append(f"{_num(job.memory_gib)} GiB")
     return f"{job.pods} × " + " · ".join(parts)
+
+
+@register.filter
+def for_reader(reason, user) -> str:
+    """A job's reason as this user may read it: other teams' jobs anonymised (scheduling.reasons)."""
+    from scheduling.reasons import present
+
+    return present(reason, user)

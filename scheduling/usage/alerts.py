@@ -24,6 +24,7 @@ from scheduling.usage.models import (
     AlertEvent,
     AlertKind,
     AlertRule,
+    AlertRuleChange,
     DeliveryStatus,
     Granularity,
     UsageRollup,
@@ -41,15 +42,29 @@ class DeliveryError(Exception):
 # ---- rules -----------------------------------------------------------------------------------------------------
 
 
+def _audit(rule: AlertRule, action: str, by) -> None:
+    targets = ", ".join(filter(None, [rule.emails, rule.webhook_url])) or "nobody"
+    state = "" if rule.enabled else " (disabled)"
+    AlertRuleChange.objects.create(
+        rule=None if action == AlertRuleChange.Action.DELETED else rule,
+        team_id=rule.team_id,
+        action=action,
+        description=f"{rule}{state}; notifies {targets}",
+        by=by if by is not None and by.is_authenticated else None,
+    )
+
+
+@transaction.atomic
 def alert_rule_create(*, data: dict, by) -> AlertRule:
     rule = AlertRule(**data, created_by=by)
     rule.full_clean()
     rule.save()
+    _audit(rule, AlertRuleChange.Action.CREATED, by)
     return rule
 
 
 @transaction.atomic
-def alert_rule_update(*, rule: AlertRule, data: dict) -> AlertRule:
+def alert_rule_update(*, rule: AlertRule, data: dict, by=None) -> AlertRule:
     for field, value in data.items():
         setattr(rule, field, value)
     rule.full_clean()
@@ -57,7 +72,15 @@ def alert_rule_update(*, rule: AlertRule, data: dict) -> AlertRule:
     if not rule.enabled:
         # A switched-off rule has nothing to say any more: close its firing without a notification.
         rule.events.filter(resolved_at__isnull=True).update(resolved_at=timezone.now())
+    _audit(rule, AlertRuleChange.Action.CHANGED, by)
     return rule
+
+
+@transaction.atomic
+def alert_rule_delete(*, rule: AlertRule, by) -> None:
+    """Delete a rule (and its firings); the audit trail keeps what it was and who deleted it."""
+    _audit(rule, AlertRuleChange.Action.DELETED, by)
+    rule.delete()
 
 
 # ---- conditions ------------------------------------------------------------------------------------------------

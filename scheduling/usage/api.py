@@ -11,9 +11,10 @@ import io
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, permissions, renderers, serializers, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from portal.api import BoundedPagination, RejectUnknownFields
+from portal.schema import SingleObjectSchema
 from quotas.models import Team
 from scheduling.usage import alerts as alert_services
 from scheduling.usage import selectors
@@ -28,13 +29,15 @@ class CSVRenderer(renderers.BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if isinstance(data, dict) and "results" not in data:  # an error: {"field": [...]} or {"detail": ...}
-            return "\n".join(f"{k}: {v}" for k, v in data.items()).encode()
+            text = (f"{k}: {' '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in data.items())
+            return "\n".join(text).encode()
         rows = data.get("results", []) if isinstance(data, dict) else data
         out = io.StringIO()
-        if rows:
-            writer = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
-            writer.writeheader()
-            writer.writerows(rows)
+        view = (renderer_context or {}).get("view")
+        columns = list(rows[0].keys()) if rows else list(getattr(view, "row_serializer", lambda: {})().fields)
+        writer = csv.DictWriter(out, fieldnames=columns)
+        writer.writeheader()  # also for no rows: an empty file would have no Content-Type
+        writer.writerows(rows)
         return out.getvalue().encode()
 
 
@@ -94,11 +97,12 @@ def _filters(request, default_range: str) -> UsageFilterForm:
 
 class _ReportViewSet(viewsets.ViewSet):
     renderer_classes = [renderers.JSONRenderer, renderers.BrowsableAPIRenderer, CSVRenderer]
+    pagination_class = BoundedPagination  # JSON comes in pages (the schema says so); CSV is the whole list
 
     def _respond(self, request, rows, serializer_class):
         if request.accepted_renderer.format == "csv":
             return Response(serializer_class(rows, many=True).data)
-        paginator = LimitOffsetPagination()
+        paginator = BoundedPagination()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -106,6 +110,8 @@ class _ReportViewSet(viewsets.ViewSet):
 class UsageSummaryViewSet(_ReportViewSet):
     """Per day x team x instance type (by=period: per team x instance type over the range): accelerator-hours
     used, within quota and borrowed, quota utilization, idle quota hours, vCPU-hours, jobs, wait, preemptions."""
+
+    row_serializer = SummaryRowSerializer
 
     @extend_schema(
         parameters=[*FILTER_PARAMS, OpenApiParameter("by", str, enum=["day", "period"])],
@@ -125,6 +131,8 @@ class UsageSummaryViewSet(_ReportViewSet):
 class JobReportViewSet(_ReportViewSet):
     """One row per job submitted in the range: who, what, when, wait, run time, accelerator-hours, preemptions."""
 
+    row_serializer = JobReportRowSerializer
+
     @extend_schema(parameters=FILTER_PARAMS, responses=JobReportRowSerializer(many=True))
     def list(self, request):
         form = _filters(request, "7d")
@@ -133,7 +141,7 @@ class JobReportViewSet(_ReportViewSet):
         )
         if request.accepted_renderer.format == "csv":
             return Response(JobReportRowSerializer(list(selectors.job_report_rows(jobs)), many=True).data)
-        paginator = LimitOffsetPagination()
+        paginator = BoundedPagination()
         page = paginator.paginate_queryset(jobs, request, view=self)
         rows = list(selectors.job_report_rows(page))
         return paginator.get_paginated_response(JobReportRowSerializer(rows, many=True).data)
@@ -154,6 +162,8 @@ class SeriesSerializer(serializers.Serializer):
 class UsageSeriesViewSet(viewsets.ViewSet):
     """Usage over time summed over the chosen teams and instance types, at the range's step
     (raw samples for 24 h, hourly up to 45 days, daily beyond)."""
+
+    schema = SingleObjectSchema()
 
     @extend_schema(
         parameters=[*FILTER_PARAMS, OpenApiParameter("resource", str, enum=["acc", "cpu", "mem"])],
@@ -183,7 +193,7 @@ class AdminWritesManagerReads(permissions.BasePermission):
         return request.method in permissions.SAFE_METHODS or user.is_portal_admin
 
 
-class AlertRuleSerializer(serializers.ModelSerializer):
+class AlertRuleSerializer(RejectUnknownFields, serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all())
 
     class Meta:
@@ -212,7 +222,10 @@ class AlertRuleViewSet(viewsets.ModelViewSet):
         serializer.instance = alert_services.alert_rule_create(data=serializer.validated_data, by=self.request.user)
 
     def perform_update(self, serializer):
-        alert_services.alert_rule_update(rule=serializer.instance, data=serializer.validated_data)
+        alert_services.alert_rule_update(rule=serializer.instance, data=serializer.validated_data, by=self.request.user)
+
+    def perform_destroy(self, instance):
+        alert_services.alert_rule_delete(rule=instance, by=self.request.user)
 
 
 class AlertEventSerializer(serializers.ModelSerializer):

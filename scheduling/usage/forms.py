@@ -5,15 +5,15 @@ from datetime import timedelta
 from django import forms
 from django.utils import timezone
 
-from quotas.models import InstanceType, Team
+from quotas.models import InstanceType, Team, validate_year
 from scheduling.usage.models import RESOURCES, AlertKind, AlertRule
 from scheduling.usage.ranges import DEFAULT_PRESET, MAX_CUSTOM_DAYS, PRESET_LABELS, window_for
 
 
 class UsageFilterForm(forms.Form):
     range = forms.ChoiceField(choices=list(PRESET_LABELS.items()), required=False, initial=DEFAULT_PRESET)
-    start = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    end = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    start = forms.DateField(required=False, validators=[validate_year], widget=forms.DateInput(attrs={"type": "date"}))
+    end = forms.DateField(required=False, validators=[validate_year], widget=forms.DateInput(attrs={"type": "date"}))
     team = forms.ModelChoiceField(
         queryset=Team.objects.none(), to_field_name="name", required=False, empty_label="All teams"
     )
@@ -35,6 +35,8 @@ class UsageFilterForm(forms.Form):
         cleaned["range"] = preset
         cleaned["resource"] = cleaned.get("resource") or "acc"
         start, end = cleaned.get("start"), cleaned.get("end")
+        if "start" in self.errors or "end" in self.errors:
+            return cleaned  # the date itself is out of range; its field says why
         if preset == "custom":
             if not start or not end:
                 raise forms.ValidationError("A custom range needs both a start and an end date.")

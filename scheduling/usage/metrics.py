@@ -128,7 +128,9 @@ def authorized(request) -> bool:
         return True
     token = settings.METRICS_TOKEN
     header = request.headers.get("Authorization", "")
-    return bool(token) and header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip(), token)
+    # Compared as bytes: a header may carry any character, and compare_digest refuses non-ASCII text.
+    given = header[7:].strip().encode("utf-8", "surrogateescape")
+    return bool(token) and header.startswith("Bearer ") and hmac.compare_digest(given, token.encode())
 
 
 @login_not_required

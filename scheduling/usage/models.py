@@ -156,6 +156,29 @@ class AlertRule(models.Model):
         return [e.strip() for e in self.emails.split(",") if e.strip()]
 
 
+class AlertRuleChange(models.Model):
+    """The audit trail of alert rules: who created, changed or deleted which rule, and what it said then.
+    Kept after the rule is deleted (the rule link is cleared, the description stays)."""
+
+    class Action(models.TextChoices):
+        CREATED = "created", "Created"
+        CHANGED = "changed", "Changed"
+        DELETED = "deleted", "Deleted"
+
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes")
+    team = models.ForeignKey("quotas.Team", on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    description = models.TextField(help_text="the rule as it was after the change (before, for a deletion)")
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self):
+        return f"{self.get_action_display()} {self.description}"
+
+
 class AlertEvent(models.Model):
     """One firing of a rule: fired when the condition became true, resolved when it cleared."""
 

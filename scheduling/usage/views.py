@@ -23,7 +23,7 @@ from quotas.models import Team
 from scheduling.usage import alerts as alert_services
 from scheduling.usage import charts, selectors
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
-from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule
+from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule, AlertRuleChange
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
 
 ROLLUP_SECONDS = 300  # how often the beat rolls samples up (portal/celery.py)
@@ -277,6 +277,7 @@ def alerts(request):
         "rules": AlertRule.objects.select_related("team"),
         "active": events.filter(resolved_at__isnull=True),
         "history": events.prefetch_related("deliveries")[:100],
+        "rule_changes": AlertRuleChange.objects.select_related("by", "team")[:50],
     }
     return render(request, "usage/alerts.html", context, status=400 if form is not None and form.errors else 200)
 
@@ -287,7 +288,7 @@ def alert_rule_edit(request, pk):
     rule = get_object_or_404(AlertRule, pk=pk)
     form = AlertRuleForm(request.POST or None, instance=rule)
     if request.method == "POST" and form.is_valid():
-        alert_services.alert_rule_update(rule=rule, data=form.cleaned_data)
+        alert_services.alert_rule_update(rule=rule, data=form.cleaned_data, by=request.user)
         messages.success(request, f"Alert rule updated: {rule}.")
         return redirect("usage:alerts")
     return render(
@@ -300,6 +301,6 @@ def alert_rule_delete(request, pk):
     _require_admin(request.user)
     rule = get_object_or_404(AlertRule, pk=pk)
     text = str(rule)
-    rule.delete()
+    alert_services.alert_rule_delete(rule=rule, by=request.user)
     messages.success(request, f"Alert rule deleted: {text}.")
     return redirect("usage:alerts")

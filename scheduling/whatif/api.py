@@ -10,7 +10,9 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from quotas.models import InstanceType, Team
+from portal.api import RejectUnknownFields
+from quotas.models import ComputeAllocation, InstanceType, Team, validate_year
+from quotas.serializers import model_number_field
 from scheduling.whatif import requests as quota_requests
 from scheduling.whatif import services
 from scheduling.whatif.fairshare import fair_share_explained
@@ -59,8 +61,8 @@ class IsReader(permissions.BasePermission):
 
 
 class ReplaySerializer(serializers.ModelSerializer):
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     url = serializers.SerializerMethodField()
 
     class Meta:
@@ -95,13 +97,13 @@ class ReplaySerializer(serializers.ModelSerializer):
         return request.build_absolute_uri(path) if request else path
 
 
-class ReplayCreateSerializer(serializers.Serializer):
+class ReplayCreateSerializer(RejectUnknownFields, serializers.Serializer):
     draft = serializers.JSONField(required=False, help_text="the `quotas export` format, as an object or YAML text")
     window_days = serializers.IntegerField(min_value=1, max_value=MAX_WINDOW_DAYS, default=7)
     title = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
-class DecisionSerializer(serializers.Serializer):
+class DecisionSerializer(RejectUnknownFields, serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=250)
 
 
@@ -177,9 +179,9 @@ class ReplayViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 class QuotaRequestSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="name", read_only=True)
     instance_type = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    version = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    version = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
     events = serializers.SerializerMethodField()
 
     class Meta:
@@ -214,14 +216,15 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
         ]
 
 
-class QuotaRequestCreateSerializer(serializers.Serializer):
+class QuotaRequestCreateSerializer(RejectUnknownFields, serializers.Serializer):
     team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all())
     instance_type = serializers.SlugRelatedField(slug_field="name", queryset=InstanceType.objects.all())
-    accelerators = serializers.IntegerField(required=False, allow_null=True, min_value=0)
-    instances = serializers.IntegerField(required=False, allow_null=True, min_value=0)
-    vcpus = serializers.FloatField(required=False, allow_null=True, min_value=0)
-    memory_gib = serializers.FloatField(required=False, allow_null=True, min_value=0)
-    start_on = serializers.DateField()
+    # the allocation's own bounds (scheduling.engine.bounds), as everywhere else
+    accelerators = model_number_field(ComputeAllocation, "accelerators", required=False, allow_null=True)
+    instances = model_number_field(ComputeAllocation, "instances", required=False, allow_null=True)
+    vcpus = model_number_field(ComputeAllocation, "vcpus", required=False, allow_null=True)
+    memory_gib = model_number_field(ComputeAllocation, "memory_gib", required=False, allow_null=True)
+    start_on = serializers.DateField(validators=[validate_year])
     why = serializers.CharField(max_length=2000)
 
     def validate_team(self, team):
@@ -231,11 +234,12 @@ class QuotaRequestCreateSerializer(serializers.Serializer):
         return team
 
 
-class ChangeSerializer(serializers.Serializer):
-    accelerators = serializers.IntegerField(required=False, allow_null=True, min_value=0)
-    instances = serializers.IntegerField(required=False, allow_null=True, min_value=0)
-    vcpus = serializers.FloatField(required=False, allow_null=True, min_value=0)
-    memory_gib = serializers.FloatField(required=False, allow_null=True, min_value=0)
+class ChangeSerializer(RejectUnknownFields, serializers.Serializer):
+    # the allocation's own bounds (scheduling.engine.bounds), as everywhere else
+    accelerators = model_number_field(ComputeAllocation, "accelerators", required=False, allow_null=True)
+    instances = model_number_field(ComputeAllocation, "instances", required=False, allow_null=True)
+    vcpus = model_number_field(ComputeAllocation, "vcpus", required=False, allow_null=True)
+    memory_gib = model_number_field(ComputeAllocation, "memory_gib", required=False, allow_null=True)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 

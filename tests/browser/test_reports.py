@@ -85,7 +85,7 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
 
     page.get_by_test_id("range-7d").click()
     page.wait_for_url("**range=7d**")
-    page.wait_for_function("document.querySelector('[data-testid=window]').innerText.length > 0")
+    page.wait_for_function("() => document.querySelector('[data-testid=window]').innerText.length > 0")
     assert page.get_by_test_id("team-totals").inner_text() != thirty_days
     screenshot(page, "reports-7d")
 
@@ -99,14 +99,15 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
 
     # The dashboard: 7 days of hourly points, then 24 h of raw samples after a click.
     page.goto(f"{live_server.url}/usage/")
-    page.wait_for_function("document.getElementById('chart-usage').dataset.drawn")
+    page.wait_for_function("() => document.getElementById('chart-usage').dataset.drawn")
     week = chart_points(page, "chart-usage")
     screenshot(page, "usage-7d")
     page.get_by_test_id("range-24h").click()
     page.wait_for_url("**range=24h**")
     page.wait_for_function(
-        f"(() => {{ const el = document.getElementById('chart-usage'); "
-        f"return el.data && el.data[0].x.length !== {week[0]}; }})()"
+        # a function, not an expression: Playwright would eval() an expression, which the CSP forbids
+        f"() => {{ const el = document.getElementById('chart-usage'); "
+        f"return el.data && el.data[0].x.length !== {week[0]}; }}"
     )
     day = chart_points(page, "chart-usage")
     assert 140 <= day[0] <= 146 and 160 <= week[0] <= 170  # every 10-minute sample vs hourly averages
@@ -114,7 +115,7 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
     screenshot(page, "usage-24h")
 
     page.goto(f"{live_server.url}/usage/teams/team-a/?range=30d")
-    page.wait_for_function("document.getElementById('chart-usage').dataset.drawn")
+    page.wait_for_function("() => document.getElementById('chart-usage').dataset.drawn")
     names = page.evaluate("document.getElementById('chart-usage').data.map(t => t.name)")
     assert names == ["within quota", "borrowed", "quota", "fair share"]
     screenshot(page, "usage-team-a-30d")

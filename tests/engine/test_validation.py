@@ -102,7 +102,7 @@ CASES = {
     ),
     "absurd node count": (
         _set(["cluster", "instance_types", 0, "count"], 10**12),
-        "cluster.instance_types[0].count: must be at most 100000",
+        "cluster.instance_types[0].count: must be at most 20000",
     ),
     "teams not a list": (_set(["teams"], {"a": 1}), "teams: must be a list"),
     "negative until": (_set(["until"], -1), "until: must be a non-negative number"),

@@ -101,6 +101,16 @@ BAD_FILES = [
     ("teams:\n- {name: a, namespace: same}\n- {name: b, namespace: same}\n", "namespace"),
     ("instance_types: []\n", "still used"),
     ("cluster_policy: {idle_compute: sometimes}\n", "idle_compute"),
+    # the bounds of scheduling.engine.bounds, through the same model validators as the pages and the API
+    ("node_groups:\n- {name: p5-nodes, instance_type: ml.p5.48xlarge, node_count: 2147483647}\n", "at most 20,000"),
+    (
+        "teams:\n- {name: vision, namespace: hyperpod-ns-vision, allocations: {ml.p5.48xlarge: {vcpus: 1e308}}}\n",
+        "at most",
+    ),
+    (
+        "teams:\n- {name: vision, namespace: hyperpod-ns-vision, allocations: {ml.p5.48xlarge: {vcpus: 1e-320}}}\n",
+        "at least 0.001",
+    ),
 ]
 
 

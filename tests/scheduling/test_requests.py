@@ -19,11 +19,16 @@ BAD = [
     ("another team", dict(team="team-b"), "team", "unknown team"),
     ("unknown instance type", dict(instance_type="ml.x99"), "instance_type", "unknown instance type"),
     ("unknown priority class", dict(priority_class="urgent"), "priority_class", "unknown priority class"),
-    ("absurd pods", dict(pods=100000), "pods", "between 1 and"),
+    ("absurd pods", dict(pods=100000), "pods", "20,000"),
     ("more pods than the cluster", dict(accelerators=8, pods=3), "pods", "more than the whole cluster"),
-    ("absurd memory", dict(memory_gib=1e9), "__all__", "no instance type can hold"),
+    ("absurd memory", dict(memory_gib=1e9), "memory_gib", "at most 32,768"),
+    ("vcpus beyond every node", dict(vcpus=1e308), "vcpus", "at most 1,024"),
+    ("vanishing memory", dict(memory_gib=1e-320), "memory_gib", "at least 0.001"),
+    ("vanishing vcpus", dict(vcpus=1e-320), "vcpus", "at least 0.001"),
+    ("image with a bidi control", dict(image="pytorch\u202e:2"), "image", "container image reference"),
+    ("image with markup", dict(image="<b>x</b>"), "image", "container image reference"),
     ("bad name", dict(name="My Job!"), "name", "Kubernetes name"),
-    ("absurd duration", dict(expected_duration_s=10**9), "expected_duration_s", "30 days"),
+    ("absurd duration", dict(expected_duration_s=10**9), "expected_duration_s", "90 days"),
 ]
 
 

@@ -8,6 +8,7 @@ from quotas.models import User
 from scheduling import selectors, services
 from scheduling.filters import JobFilter
 from scheduling.forms import parse_duration
+from scheduling.reasons import ReasonPresenter
 
 
 class _Request:
@@ -114,6 +115,7 @@ class Command(BaseCommand):
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in jobs.errors.items()))
         fmt = "{:>7}  {:<24} {:<16} {:<10} {:<10} {}"
         self.stdout.write(fmt.format("JOBID", "NAME", "TEAM", "USER", "STATE", "REASON"))
+        present = ReasonPresenter(user)
         for job in jobs.qs[: o["limit"]]:
             self.stdout.write(
                 fmt.format(
@@ -122,14 +124,15 @@ class Command(BaseCommand):
                     job.team.name[:16],
                     job.submitted_by.username[:10],
                     job.state,
-                    job.reason[:80],
+                    present(job.reason)[:80],
                 )
             )
 
     def do_show(self, user, o):
         job = services.job_for_user(user=user, pk=o["job_id"])
         self.stdout.write(f"job #{job.pk} {job.name}  team {job.team.name}  by {job.submitted_by.username}")
-        self.stdout.write(f"state: {job.state}  reason: {job.reason}")
+        present = ReasonPresenter(user)
+        self.stdout.write(f"state: {job.state}  reason: {present(job.reason)}")
         plan = selectors.job_plan(job)
         place = plan.place
         if place:
@@ -141,11 +144,10 @@ class Command(BaseCommand):
         if estimate:
             when = estimate.at.isoformat(timespec="seconds") if estimate.at else "unknown"
             label = "reserved start" if estimate.kind == "reserved" else "estimated start"
-            self.stdout.write(f"{label}: {when} ({estimate.note})")
+            self.stdout.write(f"{label}: {when} ({present(estimate.note)})")
         for event in job.events.all():
-            self.stdout.write(
-                f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state or '-':>9} -> {event.to_state:<9} {event.reason}"
-            )
+            when, before = f"{event.at:%Y-%m-%d %H:%M:%S}", event.from_state or "-"
+            self.stdout.write(f"  {when}  {before:>9} -> {event.to_state:<9} {present(event.reason)}")
 
     def do_cancel(self, user, o):
         job = services.job_cancel(user=user, pk=o["job_id"])

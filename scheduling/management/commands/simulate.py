@@ -24,4 +24,8 @@ class Command(BaseCommand):
             raise CommandError(str(err), returncode=2) from None
         except RecursionError:
             raise CommandError("scenario is nested too deeply", returncode=2) from None
+        except UnicodeDecodeError as err:
+            raise CommandError(
+                f"{options['scenario']}: not UTF-8 text (byte {err.start}: {err.reason})", returncode=2
+            ) from None
         self.stdout.write(json.dumps(result, indent=options["indent"]))

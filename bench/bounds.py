@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""The largest cluster the bounds allow (scheduling/engine/bounds.py): 20,000 nodes and 1,000 teams.
+
+Prints, never asserts. Builds a dedicated PostgreSQL database (portal_boundsbench, dropped and recreated):
+10 instance types x 2,000 nodes, 1,000 teams with quota on two types each, and 3 queued jobs per team.
+Then times, in this process (Django's test client, no web server):
+  - one admission run from cold (everything pending: the engine admits thousands of jobs and places them),
+  - one admission run in steady state (thousands running, 1,000 new jobs pending),
+  - the team list page (/teams/), a team's page (/teams/<id>/) and its status API (/api/teams/<id>/status/),
+each the median of a few repetitions, and writes the figures to bench/results/bounds-<timestamp>.json.
+The goal is under 1 s each.
+
+Usage: .venv/bin/python bench/bounds.py [--repeat 1] [--teams 1000] [--profile]
+  --teams    fewer teams (the nodes stay 20,000), to see how the cost grows with the number of teams
+  --profile  also print where the steady admission run spends its time (cProfile, top 25 by cumulative time)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+DB_NAME = "portal_boundsbench"
+ENV = {
+    "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DB_NAME}",
+    "SECRET_KEY": "bench-only-secret-key-" + "x" * 40,
+    "DEBUG": "false",
+    "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+    "SECURE_SSL_REDIRECT": "false",
+    "STATIC_MANIFEST": "false",
+    "LOG_LEVEL": "WARNING",
+    "CELERY_TASK_ALWAYS_EAGER": "true",
+    "REDIS_URL": "",
+}
+os.environ.update(ENV)
+os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings"
+
+TYPES = [  # name, accelerator resource, accelerators, vCPUs, GiB
+    ("ml.p5.48xlarge", "gpu", 8, 192, 2048),
+    ("ml.p4d.24xlarge", "gpu", 8, 96, 1152),
+    ("ml.p5e.48xlarge", "gpu", 8, 192, 2048),
+    ("ml.g6.12xlarge", "gpu", 4, 48, 192),
+    ("ml.g5.2xlarge", "gpu", 1, 8, 32),
+    ("ml.trn1.32xlarge", "neuron", 16, 128, 512),
+    ("ml.trn2.48xlarge", "neuron", 16, 192, 2048),
+    ("ml.c5.2xlarge", "", 0, 8, 16),
+    ("ml.c5.18xlarge", "", 0, 72, 144),
+    ("ml.m5.24xlarge", "", 0, 96, 384),
+]
+NODES_PER_TYPE = 2_000
+TEAMS = 1_000  # --teams for fewer, to see how the cost grows
+JOBS_PER_TEAM = 3
+
+
+def recreate_database():
+    import psycopg
+
+    with psycopg.connect("postgres://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB_NAME}")
+
+
+def build(n_teams: int):
+    from django.core.management import call_command
+
+    from quotas.models import ClusterPolicy, ComputeAllocation, InstanceType, NodeGroup, PriorityClass, Role, Team, User
+    from scheduling.engine import bounds
+    from scheduling.models import Job
+
+    call_command("migrate", verbosity=0)
+    assert NODES_PER_TYPE * len(TYPES) == bounds.MAX_CLUSTER_NODES and n_teams <= bounds.MAX_TEAMS
+    ClusterPolicy.load()
+    PriorityClass.objects.create(name="training", weight=100)
+    types = InstanceType.objects.bulk_create(
+        [
+            InstanceType(name=n, family=n.split(".")[1], accelerator_resource=r, accelerators=a, vcpus=c, memory_gib=m)
+            for n, r, a, c, m in TYPES
+        ]
+    )
+    NodeGroup.objects.bulk_create(
+        [NodeGroup(name=f"{it.name}-nodes", instance_type=it, node_count=NODES_PER_TYPE) for it in types]
+    )
+    admin = User.objects.create_user(username="admin", password="x", role=Role.ADMIN)
+    teams = Team.objects.bulk_create(
+        [Team(name=f"team-{i:04d}", namespace=f"hyperpod-ns-team-{i:04d}", cohort="default") for i in range(n_teams)]
+    )
+    allocations, jobs = [], []
+    for i, team in enumerate(teams):
+        for k in (0, 1):
+            it = types[(i + k * 3) % len(types)]
+            # Each type's 2,000 nodes shared by the ~200 teams with quota on it: 10 instances each.
+            allocations.append(ComputeAllocation(team=team, instance_type=it, instances=10))
+        it = types[i % len(types)]
+        for j in range(JOBS_PER_TEAM):
+            per_pod = {"accelerators": it.accelerators} if it.accelerators else {"vcpus": it.vcpus // 2}
+            jobs.append(
+                Job(team=team, submitted_by=admin, name=f"job-{i}-{j}", image="pytorch:2", instance_type=it,
+                    pods=1 + (i + j) % 4, memory_gib=16, expected_duration_s=3600, **per_pod)
+            )  # fmt: skip
+    ComputeAllocation.objects.bulk_create(allocations)
+    Job.objects.bulk_create(jobs)
+    return admin, teams
+
+
+def timed(fn, repeat: int) -> dict:
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return {"median_s": round(statistics.median(runs), 3), "max_s": round(max(runs), 3), "runs": len(runs)}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--teams", type=int, default=TEAMS)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+
+    recreate_database()
+    import django
+
+    django.setup()
+    from django.test import Client
+
+    from scheduling.loop import admission_run
+    from scheduling.models import Job, JobState
+
+    t0 = time.perf_counter()
+    admin, teams = build(args.teams)
+    print(f"built 20,000 nodes, {len(teams)} teams, {Job.objects.count()} jobs in {time.perf_counter() - t0:.1f} s")
+    figures = {}
+
+    def report(label):
+        f = figures[label]
+        extra = {k: v for k, v in f.items() if k not in ("median_s", "max_s", "runs")}
+        print(f"{label:<28} {f['median_s']:8.3f} s  {extra or ''}", flush=True)
+
+    t0 = time.perf_counter()
+    run = admission_run(trigger="bench")
+    figures["admission run, cold"] = {"median_s": round(time.perf_counter() - t0, 3), "runs": 1,
+                                      "admitted": run.admitted, "pending": run.pending}  # fmt: skip
+    report("admission run, cold")
+    more = [
+        Job(team=j.team, submitted_by=admin, name=f"{j.name}-again", image="pytorch:2", instance_type=j.instance_type,
+            pods=j.pods, accelerators=j.accelerators, vcpus=j.vcpus, memory_gib=j.memory_gib, expected_duration_s=3600)
+        for j in Job.objects.filter(name__endswith="-0").select_related("team", "instance_type")
+    ]  # fmt: skip
+    Job.objects.bulk_create(more)
+
+    def steady():
+        admission_run(trigger="bench")
+
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.runcall(steady)
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    figures["admission run, steady"] = timed(steady, args.repeat)
+    figures["admission run, steady"]["running"] = Job.objects.filter(state=JobState.RUNNING).count()
+    figures["admission run, steady"]["pending"] = Job.objects.filter(state=JobState.PENDING).count()
+    report("admission run, steady")
+
+    client = Client()
+    client.force_login(admin)
+    team = teams[len(teams) // 2]
+    for label, url in (
+        ("team list /teams/", "/teams/"),
+        ("team page /teams/<id>/", f"/teams/{team.pk}/"),
+        ("team status API", f"/api/teams/{team.pk}/status/"),
+    ):
+        response = None
+
+        def get(url=url):
+            nonlocal response
+            response = client.get(url)
+
+        figures[label] = timed(get, args.repeat)
+        assert response.status_code == 200, url
+        report(label)
+    out = os.path.join(ROOT, "bench", "results")
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, f"bounds-{datetime.now(UTC):%Y%m%d-%H%M%S}.json")
+    with open(path, "w") as handle:
+        json.dump({"nodes": 20_000, "teams": args.teams, "figures": figures}, handle, indent=2)
+    print("goal: each under 1 s")
+    print(f"\nwritten to {path}")
+
+
+if __name__ == "__main__":
+    main()

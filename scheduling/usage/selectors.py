@@ -61,6 +61,18 @@ def team_series(*, window: Window, teams, types, resource: str = "acc") -> dict:
     return out
 
 
+def latest_totals(*, teams, types, resource: str = "acc") -> dict:
+    """The latest sample summed over the given teams and types: what is in use, borrowed, pending and the quota
+    right now (the tiles above the charts), whatever averaging the charts' range uses."""
+    # the latest tick of the whole cluster: a team that had nothing then has no row in it, and that means zero
+    at = UsageSample.objects.order_by("-at").values_list("at", flat=True).first()
+    qs = _scoped(UsageSample.objects.all(), teams, types)
+    if at is None:
+        return {"at": None, **dict.fromkeys(MEASURES, 0.0)}
+    sums = qs.filter(at=at).aggregate(**{m: Sum(f"{m}_{resource}") for m in MEASURES})
+    return {"at": at, **{m: round(v or 0, 3) for m, v in sums.items()}}
+
+
 def _leaders(window: Window, teams, types, qs, field: str, top: int) -> tuple[list[int], bool]:
     """The `top` biggest users over the window (read from the few daily rollups when there are any), and
     whether any team is left over."""
@@ -320,6 +332,10 @@ def team_totals(summary_rows: list[dict]) -> list[dict]:
         t["preemptions"] += r["preemptions"]
     for t in teams.values():
         t["utilization_pct"] = round(100 * t["within"] / t["quota"], 1) if t["quota"] else None
+        # What the sentence shows: rounded once, and the parts derived from the rounded whole so that
+        # "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed.
+        t["shown"] = {"used": round(t["used"], 1), "borrowed": round(t["borrowed"], 1)}
+        t["shown"]["within"] = round(t["shown"]["used"] - t["shown"]["borrowed"], 1)
     return sorted(teams.values(), key=lambda t: (-t["used"], t["team"]))
 
 
@@ -343,8 +359,11 @@ JOB_FIELDS = [
 
 
 def job_report_queryset(*, window: Window, teams, types):
-    """The jobs submitted in the window, newest first."""
-    jobs = Job.objects.filter(submitted_at__gte=window.start, submitted_at__lt=window.end)
+    """The jobs submitted in the window, newest first. A preset window ("last 7 days") runs up to now: its end
+    is rounded down to the last rollup for the charts, but a job list has no reason to leave out the newest."""
+    jobs = Job.objects.filter(submitted_at__gte=window.start)
+    if window.preset == "custom":
+        jobs = jobs.filter(submitted_at__lt=window.end)
     if teams is not None:
         jobs = jobs.filter(team__in=teams)
     if types is not None:

@@ -92,13 +92,16 @@ def _dashboard_charts(cleaned, teams, types, *, utilization: bool = True):
         ),
     }
     used = totals["used"]
+    latest = selectors.latest_totals(teams=teams, types=types, resource=resource)
     tiles = {
-        "now": used[-1] if used else 0,
+        "now": latest["used"],
         "peak": max(used, default=0),
         "average": round(sum(used) / len(used), 1) if used else 0,
-        "borrowed_now": totals["borrowed"][-1] if used else 0,
-        "pending_now": totals["pending"][-1] if used else 0,
-        "quota_now": totals["quota"][-1] if used else 0,
+        "borrowed_now": latest["borrowed"],
+        "lent_now": latest["lent"],
+        "pending_now": latest["pending"],
+        "quota_now": latest["quota"],
+        "at": latest["at"],
     }
     for fig in figures.values():
         fig.update_xaxes(range=[window.start.isoformat(), window.end.isoformat()])

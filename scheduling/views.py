@@ -4,13 +4,14 @@ its timeline and live status, and the admission loop's recent runs for admins.""
 import csv
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from quotas import roles
 from quotas.models import Team
 from scheduling import selectors, services
 from scheduling.filters import JobFilter
@@ -78,6 +79,7 @@ def _csv(queryset):
 
 
 def job_submit(request):
+    roles.require(request.user, "submit_jobs")
     initial = {}
     clone_of = None
     if request.GET.get("clone"):
@@ -146,8 +148,7 @@ def job_cancel(request, pk):
 
 
 def admission_runs(request):
-    if not request.user.is_portal_admin:
-        raise PermissionDenied("only admins see the admission loop")
+    roles.require(request.user, "read_admission_runs")
     runs = list(selectors.admission_runs(200))
     failed = sum(1 for r in runs if r.error)
     durations = sorted(r.duration_ms for r in runs if r.duration_ms is not None)

@@ -11,7 +11,6 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib import messages
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,6 +18,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from quotas import roles
 from quotas.models import Team
 from scheduling.usage import alerts as alert_services
 from scheduling.usage import charts, selectors
@@ -253,27 +253,25 @@ def jobs_csv(request):
 
 
 def _require_reader(user):
-    if not user.sees_all_teams:
-        raise PermissionDenied("Alerts are set by admins and read by managers.")
+    roles.require(user, "read_alerts")
 
 
 def _require_admin(user):
-    if not user.is_portal_admin:
-        raise PermissionDenied("Only admins change alert rules.")
+    roles.require(user, "change_alerts")
 
 
 @require_http_methods(["GET", "POST"])
 def alerts(request):
     _require_reader(request.user)
     form = None
-    if request.user.is_portal_admin:
+    if roles.may(request.user, "change_alerts"):
         form = AlertRuleForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             rule = alert_services.alert_rule_create(data=form.cleaned_data, by=request.user)
             messages.success(request, f"Alert rule added: {rule}.")
             return redirect("usage:alerts")
     elif request.method == "POST":
-        raise PermissionDenied("Only admins change alert rules.")
+        roles.require(request.user, "change_alerts")
     events = AlertEvent.objects.select_related("rule", "team")
     context = {
         "form": form,

@@ -242,5 +242,17 @@ def _borrowable(team, it_name, status, statuses, all_teams, capacity, covered) -
     return out
 
 
-def admission_runs(limit: int = 100):
-    return AdmissionRun.objects.all()[:limit]
+def admission_runs(limit: int | None = 100):
+    runs = AdmissionRun.objects.all()
+    return runs if limit is None else runs[:limit]
+
+
+def admission_run_summary(last: int = 1000) -> dict:
+    """Over the latest `last` runs: how many, how many failed, and the 95th percentile of their duration."""
+    rows = list(AdmissionRun.objects.order_by("-started_at").values_list("duration_ms", "error")[:last])
+    durations = sorted(d for d, _ in rows if d is not None)
+    return {
+        "summary_runs": len(rows),
+        "failed": sum(1 for _, error in rows if error),
+        "p95": durations[int(0.95 * (len(durations) - 1))] if durations else None,
+    }

@@ -5,7 +5,6 @@ import csv
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -16,7 +15,7 @@ from quotas.models import Team
 from scheduling import selectors, services
 from scheduling.filters import JobFilter
 from scheduling.forms import JobForm, format_duration
-from scheduling.models import FINAL_STATES
+from scheduling.tables import AdmissionRunTable, JobTable, configure
 
 CSV_COLUMNS = [
     ("id", lambda j: j.pk),
@@ -57,10 +56,10 @@ def job_list(request):
     jobs = _filtered(request)
     if request.GET.get("export") == "csv":
         return _csv(jobs.qs)
-    page = Paginator(jobs.qs, 50).get_page(request.GET.get("page"))
+    table = configure(request, JobTable(jobs.qs if jobs.is_valid() else jobs.queryset.none()))
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"filter": jobs, "page": page, "query": query.urlencode(), "final_states": FINAL_STATES}
+    context = {"filter": jobs, "table": table, "query": query.urlencode()}
     template = "scheduling/_job_table.html" if request.htmx else "scheduling/job_list.html"
     return render(request, template, context)
 
@@ -149,9 +148,7 @@ def job_cancel(request, pk):
 
 def admission_runs(request):
     roles.require(request.user, "read_admission_runs")
-    runs = list(selectors.admission_runs(200))
-    failed = sum(1 for r in runs if r.error)
-    durations = sorted(r.duration_ms for r in runs if r.duration_ms is not None)
-    p95 = durations[int(0.95 * (len(durations) - 1))] if durations else None
-    context = {"runs": runs, "failed": failed, "p95": p95}
+    summary = selectors.admission_run_summary()
+    table = configure(request, AdmissionRunTable(selectors.admission_runs(None)))
+    context = {"table": table, **summary}
     return render(request, "scheduling/admission_runs.html", context)

@@ -6,6 +6,7 @@ visibility rule (Team.objects.visible_to) in the form, so pages, CSV and API rea
 
 from collections import defaultdict
 from datetime import timedelta
+from itertools import islice
 
 from django.db.models import Avg, Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate, TruncDay, TruncHour
@@ -392,11 +393,11 @@ def _run_seconds(job: Job, events: list, now) -> float:
 
 
 def job_report_rows(jobs, *, now=None, chunk: int = 500):
-    """Rows of the per-job report for an iterable of jobs; events are read once per chunk of jobs."""
+    """Rows of the per-job report for an iterable of jobs; events are read once per chunk of jobs, and only a
+    chunk is held at a time, so a CSV of any length streams in constant memory."""
     now = now or timezone.now()
-    jobs = list(jobs) if not isinstance(jobs, list) else jobs
-    for i in range(0, len(jobs), chunk):
-        part = jobs[i : i + chunk]
+    jobs = iter(jobs)
+    while part := list(islice(jobs, chunk)):
         events: dict[int, list] = defaultdict(list)
         for event in JobEvent.objects.filter(job_id__in=[j.pk for j in part]).order_by("at", "id"):
             events[event.job_id].append(event)

@@ -167,6 +167,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # No request leaves the site: Swagger UI would ask an outside validator for a badge, ReDoc for fonts.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "REDOC_UI_SETTINGS": {
+        "theme": {
+            "typography": {"fontFamily": "system-ui, sans-serif", "headings": {"fontFamily": "system-ui, sans-serif"}}
+        }
+    },
     "COMPONENT_SPLIT_REQUEST": True,
     # One enum per choice set used by several fields (job state, from/to state of its events).
     "ENUM_NAME_OVERRIDES": {"JobStateEnum": "scheduling.models.JobState"},

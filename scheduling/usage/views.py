@@ -21,7 +21,7 @@ from quotas import roles
 from quotas.models import Team
 from scheduling.tables import configure
 from scheduling.usage import alerts as alert_services
-from scheduling.usage import charts, selectors
+from scheduling.usage import charts, figures, selectors
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
 from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
@@ -72,49 +72,17 @@ def _page(request, form, *, view: str, template: str, partial: str, build=None, 
     return render(request, template, {**base, "body": html})
 
 
-def _dashboard_charts(cleaned, teams, types, *, utilization: bool = True):
-    window, resource = cleaned["window"], cleaned["resource"]
-    if cleaned.get("team"):
-        totals = selectors.team_series(window=window, teams=teams, types=types, resource=resource)
-        usage = charts.team_usage_figure(
-            totals, resource=resource, title=f"{cleaned['team'].name}: usage against quota"
-        )
-    else:
-        totals, by_team = selectors.usage_overview(window=window, teams=teams, types=types, resource=resource)
-        capacity = sum(selectors.capacity_by_type(types, resource).values())
-        usage = charts.teams_stack_figure(by_team, resource=resource, capacity=capacity)
-    waits = selectors.wait_times(window=window, teams=teams, types=types)
-    figures = {"usage": usage}
-    if utilization:
-        figures["utilization"] = charts.utilization_figure(
-            selectors.utilization_by_type(window=window, teams=teams, types=types, resource=resource)
-        )
-    figures |= {
-        "pending": charts.pending_figure(totals, waits, resource=resource),
-        "preemptions": charts.preemptions_figure(
-            selectors.preemptions_by_team(window=window, teams=teams, types=types)
-        ),
-    }
-    used = totals["used"]
-    latest = selectors.latest_totals(teams=teams, types=types, resource=resource)
-    tiles = {
-        "now": latest["used"],
-        "peak": max(used, default=0),
-        "average": round(sum(used) / len(used), 1) if used else 0,
-        "borrowed_now": latest["borrowed"],
-        "lent_now": latest["lent"],
-        "pending_now": latest["pending"],
-        "quota_now": latest["quota"],
-        "at": latest["at"],
-    }
-    for fig in figures.values():
-        fig.update_xaxes(range=[window.start.isoformat(), window.end.isoformat()])
-    return {name: charts.as_json(fig) for name, fig in figures.items()}, tiles
-
-
-def _chart_context(cleaned, teams, types, *, utilization: bool = True) -> dict:
-    figures, tiles = _dashboard_charts(cleaned, teams, types, utilization=utilization)
-    return {"figures": figures, "tiles": tiles, "window": cleaned["window"], "resource": cleaned["resource"]}
+def _chart_context(form, cleaned, *, kind: str, teams, team=None) -> dict:
+    data = figures.cached(
+        kind=kind,
+        window=cleaned["window"],
+        teams=teams,
+        types=form.instance_types(),
+        resource=cleaned["resource"],
+        instance_type=cleaned.get("instance_type"),
+        team=team,
+    )
+    return {**data, "window": cleaned["window"], "resource": cleaned["resource"]}
 
 
 def dashboard(request):
@@ -125,7 +93,15 @@ def dashboard(request):
         view="dashboard",
         template="usage/dashboard.html",
         partial="usage/_dashboard_body.html",
-        build=lambda: _chart_context(cleaned, form.teams(), form.instance_types()),
+        build=lambda: _chart_context(
+            form,
+            cleaned,
+            # one team chosen on the dashboard: that team's chart beside the cluster's utilization
+            kind="dashboard-team" if cleaned.get("team") else "dashboard",
+            teams=form.teams(),
+            team=cleaned.get("team"),
+        ),
+        cached=False,  # the figures are cached (and rendered ahead by the worker); the page around them is cheap
     )
 
 
@@ -140,9 +116,8 @@ def team_usage(request, name):
         view=f"team-{team.pk}",
         template="usage/team.html",
         partial="usage/_dashboard_body.html",
-        build=lambda: _chart_context(
-            cleaned, Team.objects.filter(pk=team.pk), form.instance_types(), utilization=False
-        ),
+        build=lambda: _chart_context(form, cleaned, kind="team", teams=Team.objects.filter(pk=team.pk), team=team),
+        cached=False,
         extra={"team": team, "hide_team": True},
     )
 

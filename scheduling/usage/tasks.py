@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from scheduling.usage import alerts, figures, services
+from scheduling.usage import alerts, digest, figures, services
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,14 @@ def usage_rollup():
     log.info("usage rollup: %s hourly, %s daily buckets", hours, days)
     figures.render_standard()  # every page's standard ranges, ready before anyone opens them
     return hours, days
+
+
+@shared_task(name="scheduling.usage.tasks.usage_digests", ignore_result=True)
+def usage_digests():
+    sent = digest.digests_send_due()
+    if sent:
+        log.info("usage digests: %s sent", sent)
+    return sent
 
 
 @shared_task(name="scheduling.usage.tasks.usage_prune", ignore_result=True)

@@ -21,9 +21,9 @@ from quotas import roles
 from quotas.models import Team
 from scheduling.tables import configure
 from scheduling.usage import alerts as alert_services
-from scheduling.usage import charts, figures, selectors
+from scheduling.usage import charts, digest, figures, selectors
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
-from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule
+from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule, DigestFrequency
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
 from scheduling.usage.tables import JobReportTable
 
@@ -226,6 +226,25 @@ def jobs_csv(request):
     response = StreamingHttpResponse(lines(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{_csv_name("jobs", cleaned)}"'
     return response
+
+
+@require_POST
+def digest_settings(request):
+    """The profile page's choice: no digest, daily or weekly."""
+    frequency = request.POST.get("frequency", "")
+    if frequency not in DigestFrequency.values:
+        messages.error(request, "Choose no digest, daily or weekly.")
+        return redirect("profile")
+    sub = digest.digest_subscribe(user=request.user, frequency=frequency)
+    if sub.frequency == DigestFrequency.OFF:
+        messages.success(request, "No usage digest will be sent to you.")
+    elif not request.user.email:
+        messages.warning(
+            request, f"{sub.get_frequency_display()} digest chosen, but your account has no e-mail address."
+        )
+    else:
+        messages.success(request, f"{sub.get_frequency_display()} usage digest: it goes to {request.user.email}.")
+    return redirect("profile")
 
 
 # ---- alerts ----------------------------------------------------------------------------------------------------

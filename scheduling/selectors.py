@@ -30,6 +30,23 @@ def job_list(user):
     )
 
 
+def newest_first_in_chunks(jobs, size: int = 500):
+    """Jobs newest first, read `size` at a time by keyset (submitted_at, id): each query starts at once on the
+    submitted_at index, where one query over every job would sort them all before the first row, and only a chunk
+    is held at a time (exports of any length stream in constant memory)."""
+    jobs = jobs.order_by("-submitted_at", "-id")
+    last = None
+    while True:
+        page = (
+            jobs if last is None else jobs.filter(Q(submitted_at__lt=last[0]) | Q(submitted_at=last[0], id__lt=last[1]))
+        )
+        chunk = list(page[:size])
+        yield from chunk
+        if len(chunk) < size:
+            return
+        last = (chunk[-1].submitted_at, chunk[-1].pk)
+
+
 def job_detail(user, pk) -> Job | None:
     if not str(pk).isdigit():
         return None

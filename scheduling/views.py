@@ -69,7 +69,7 @@ def _csv(queryset):
 
     def rows():
         yield writer.writerow([name for name, _ in CSV_COLUMNS])
-        for job in queryset.iterator(chunk_size=500):
+        for job in selectors.newest_first_in_chunks(queryset):
             yield writer.writerow([value(job) for _, value in CSV_COLUMNS])
 
     response = StreamingHttpResponse(rows(), content_type="text/csv")

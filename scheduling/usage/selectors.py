@@ -307,6 +307,18 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
     return out
 
 
+def usage_summary_in_parts(*, window: Window, teams, types, days: int = 7):
+    """The daily summary rows, `days` days at a time (first day first): what a CSV streams, so the first rows go
+    out after one part's queries and only a part is held at once."""
+    first, end = window.day_bounds()
+    start = first
+    while start < end:
+        stop = min(start + timedelta(days=days), end)
+        part = Window(start=start, end=stop, step="day", preset="custom")
+        yield from usage_summary(window=part, teams=teams, types=types, by_day=True)
+        start = stop
+
+
 def team_totals(summary_rows: list[dict]) -> list[dict]:
     """Roll summary rows up per team, for the one-line story a manager reads first."""
     teams: dict[str, dict] = {}

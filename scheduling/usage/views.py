@@ -6,6 +6,7 @@ to set and managers to read.
 """
 
 import csv
+import itertools
 from datetime import datetime
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from quotas import roles
 from quotas.models import Team
+from scheduling.selectors import newest_first_in_chunks
 from scheduling.tables import configure
 from scheduling.usage import alerts as alert_services
 from scheduling.usage import charts, digest, figures, selectors
@@ -169,23 +171,39 @@ class _Echo:
         return value
 
 
+CSV_CACHE_MAX_BYTES = 8 * 2**20
+
+
 def summary_csv(request):
     form, cleaned = _filters(request, range="30d")
     if cleaned is None:
         return _bad_filters(form)
-    # At most days x teams x types rows, aggregated in the database; the rows are cached as the pages are (the
-    # rollups they read change every few minutes), so ten managers pulling 90 days cost one query set.
-    rows = cache.get_or_set(
-        form.cache_key("summary-csv"),
-        lambda: selectors.usage_summary(window=cleaned["window"], teams=form.teams(), types=form.instance_types()),
-        _timeout(cleaned),
-    )
+    # Streamed a week at a time as the database aggregates it. The text is also kept (up to 8 MiB) for as long as
+    # the rollups it reads stay unchanged, so ten managers pulling 90 days cost one pass.
+    key = form.cache_key("summary-csv")
+    ready = cache.get(key)
     writer = csv.writer(_Echo())
 
     def lines():
-        yield writer.writerow(selectors.SUMMARY_FIELDS)
-        for row in rows:
-            yield writer.writerow([_cell(row[f]) for f in selectors.SUMMARY_FIELDS])
+        if ready is not None:
+            yield ready
+            return
+        kept, size = [], 0
+        rows = selectors.usage_summary_in_parts(
+            window=cleaned["window"], teams=form.teams(), types=form.instance_types()
+        )
+        for line in itertools.chain(
+            [writer.writerow(selectors.SUMMARY_FIELDS)],
+            (writer.writerow([_cell(row[f]) for f in selectors.SUMMARY_FIELDS]) for row in rows),
+        ):
+            if kept is not None:
+                kept.append(line)
+                size += len(line)
+                if size > CSV_CACHE_MAX_BYTES:
+                    kept = None
+            yield line
+        if kept is not None:
+            cache.set(key, "".join(kept), _timeout(cleaned))
 
     response = StreamingHttpResponse(lines(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{_csv_name("usage-summary", cleaned)}"'
@@ -220,7 +238,7 @@ def jobs_csv(request):
 
     def lines():
         yield writer.writerow(selectors.JOB_FIELDS)
-        for row in selectors.job_report_rows(jobs.iterator(chunk_size=500)):
+        for row in selectors.job_report_rows(newest_first_in_chunks(jobs)):
             yield writer.writerow([_cell(row[f]) for f in selectors.JOB_FIELDS])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv")

@@ -49,6 +49,7 @@ from .model import (
     Admission,
     Decisions,
     InstanceType,
+    Plan,
     Policy,
     Preemption,
     Snapshot,
@@ -57,13 +58,14 @@ from .model import (
     Workload,
 )
 from .queues import PENDING, RUNNING
+from .plans import plans
 from .quota import proportional_defaults, resolve_quota
 from .scenario import ScenarioError
 from .simulator import resources_of, simulate_scenario
 from .status import team_status
 
 __all__ = [
-    "Admission", "Decisions", "InstanceType", "Policy", "Preemption", "ScenarioError", "Snapshot", "Team",
+    "Admission", "Decisions", "InstanceType", "Plan", "Policy", "Preemption", "ScenarioError", "Snapshot", "Team",
     "TeamStatus", "Workload", "decide", "proportional_defaults", "resolve_quota", "simulate_scenario",
 ]  # fmt: skip
 
@@ -83,7 +85,7 @@ def build_scheduler(snapshot: Snapshot) -> Scheduler:
     s.now = snapshot.now
     running = []
     for seq, w in enumerate(snapshot.workloads):
-        job = s.make_job(w.name, seq, w.team, w.requests, w.pods, w.priority, w.submit, w.instance_type)
+        job = s.make_job(w.name, seq, w.team, w.requests, w.pods, w.priority, w.submit, w.instance_type, w.duration)
         if w.running_on:
             running.append((w.admitted_at if w.admitted_at is not None else w.submit, seq, w, job))
         else:
@@ -97,8 +99,13 @@ def build_scheduler(snapshot: Snapshot) -> Scheduler:
     return s
 
 
-def decide(snapshot: Snapshot) -> Decisions:
-    """Settle `snapshot` at `snapshot.now` and return what changes and why everything else waits."""
+def decide(snapshot: Snapshot, *, estimate: tuple[str, ...] = ()) -> Decisions:
+    """Settle `snapshot` at `snapshot.now` and return what changes and why everything else waits.
+
+    `plans` gives every pending workload its rank in planning order and in its team's queue; heads with a
+    reservation get their planned start. Workloads named in `estimate` also get a conservative estimated
+    start from the same plan (it costs a planning pass each, so the pages ask for the one they show).
+    """
     s = build_scheduler(snapshot)
     was_running = {job.name for job in s.jobs.values() if job.state == RUNNING}
     s.wake_all()
@@ -109,7 +116,7 @@ def decide(snapshot: Snapshot) -> Decisions:
             job, flavor, borrows = entry[1], entry[2], entry[3]
             admissions[job.name] = Admission(job.name, s.flavor_names[flavor], job.nodes, borrows)
         else:
-            _, job, by, reason = entry
+            job, by, reason = entry[1], entry[2], entry[3]
             admissions.pop(job.name, None)
             if job.name in was_running:
                 preemptions[job.name] = Preemption(job.name, by.name, reason)
@@ -119,6 +126,7 @@ def decide(snapshot: Snapshot) -> Decisions:
         preemptions=list(preemptions.values()),
         reasons=_reasons(s),
         teams={team.name: team_status(s, team) for team in s.teams},
+        plans=plans(s, estimate),
     )
 
 

@@ -17,6 +17,10 @@ from .model import InstanceType, Policy, Team
 from .placement import NodePool
 from .queues import FINISHED, PENDING, RUNNING, Job, TeamQueue
 from .quota import EPS, FITS, INF, QuotaBook, TeamBook
+from .reservations import Extra, Plan, Planner, Timeline, end_of, planning_key
+
+
+MAX_PLANNED_HEADS = 32  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
 class TeamState:
@@ -62,6 +66,7 @@ class Scheduler:
         self.fidx = self.book.fidx
         ranking = policy.task_prioritization == "task-ranking"
         self.fair = policy.idle_compute == "fair-share"
+        self.backfill = getattr(policy, "backfill", "reserve") == "reserve"
         self.teams = [TeamState(b, ranking, len(self.flavor_names), len(resources)) for b in self.book.teams]
         for state, team in zip(self.teams, teams, strict=True):
             state.quota_order = [self.fidx[name] for name in team.quota]
@@ -78,6 +83,15 @@ class Scheduler:
         self.demand_version: dict[object, int] = {}
         self._fair_cache: dict[object, tuple[int, dict]] = {}
         self.now = 0.0
+        self.flavor_version = [0] * len(self.flavor_names)
+        self.planner = Planner(self)
+        # Plans are kept per scope: a cohort where no flavor is shared across cohorts (no nodes, no capacity
+        # limit, nothing uncovered) plans alone; otherwise the whole cluster is one scope.
+        self.any_shared = any(self.shared_flavor)
+        self.scope_version: dict[object, int] = {}
+        self._plan_cache: dict[object, tuple[int, Plan]] = {}
+        self._trials: dict[Job, tuple[tuple, Plan]] = {}  # trial plans that let a workload in, by state
+        self.protected: set[Job] = set()  # not to be evicted in this settle (their eviction would be wasted)
 
     # ----- workloads coming and going -------------------------------------------------------------------
 
@@ -94,6 +108,7 @@ class Scheduler:
         team = job.team
         job.state = PENDING
         team.queue.push(job)
+        self._touch(team)
         self._demand(job, team.pending_demand, 1)
         self.dirty.add(team.idx)
 
@@ -138,6 +153,8 @@ class Scheduler:
         if nodes is not None:
             self.pools[flavor].take(nodes, job.per_pod, job.nz)
         team.running[flavor][job] = None
+        self.flavor_version[flavor] += 1
+        self._touch(team)
         job.state, job.flavor, job.nodes = RUNNING, flavor, nodes
         job.admitted_at = self.now
         if job.first_admitted_at is None:
@@ -154,6 +171,8 @@ class Scheduler:
         if job.nodes is not None:
             self.pools[flavor].release(job.nodes, job.per_pod, job.nz)
         del team.running[flavor][job]
+        self.flavor_version[flavor] += 1
+        self._touch(team)
         self.changes += 1
         self._demand_changed(team)
         if self.shared_flavor[flavor]:
@@ -163,11 +182,12 @@ class Scheduler:
             self._wake(team.group)
 
     def _evict(self, victim: Job, by: Job, reason: str) -> None:
+        flavor, nodes, admitted_at, run = victim.flavor, victim.nodes, victim.admitted_at, victim.run
         self._stop(victim)
         victim.flavor = victim.nodes = None
         victim.preemptions += 1
         victim.admitted_at = None
-        self.log.append(("preempted", victim, by, reason))
+        self.log.append(("preempted", victim, by, reason, (flavor, nodes, admitted_at, run)))
         self.submit(victim)
 
     def _wake(self, group, hopeful_only: bool = False) -> None:
@@ -189,8 +209,48 @@ class Scheduler:
         self.blocked.clear()
 
     def settle(self, now: float) -> None:
-        """Admit and preempt until nothing changes; what happened is appended to `self.log`."""
+        """Admit and preempt until nothing changes; what happened is appended to `self.log`.
+
+        A workload evicted and then readmitted within the same settle would restart for nothing: the settle
+        is then undone and run again with such workloads protected from eviction, so that the claimant takes
+        what their readmission would have taken instead (or waits).
+        """
         self.now = now
+        start = len(self.log)
+        for _ in range(4):
+            self._settle_once(start)
+            wasted = self._wasted(start)
+            if not wasted:
+                break
+            self._undo(start)
+            self.protected |= wasted
+            self.wake_all()
+        self.protected = set()
+
+    def _wasted(self, start: int) -> set[Job]:
+        evicted = {entry[1] for entry in self.log[start:] if entry[0] == "preempted"}
+        return {job for job in evicted if job.state == RUNNING}
+
+    def _undo(self, start: int) -> None:
+        """Take back what the log records since `start`, newest first, restoring the exact earlier state."""
+        while len(self.log) > start:
+            entry = self.log.pop()
+            if entry[0] == "admitted":
+                job, previous = entry[1], entry[4]
+                self._stop(job)
+                job.flavor = job.nodes = None
+                job.admitted_at, job.first_admitted_at, job.run = previous
+                self.submit(job)
+            else:
+                victim, (flavor, nodes, admitted_at, run) = entry[1], entry[4]
+                victim.team.queue.remove(victim)
+                self._touch(victim.team)
+                self._demand(victim, victim.team.pending_demand, -1)
+                self._start(victim, flavor, nodes)
+                victim.admitted_at, victim.run = admitted_at, run
+                victim.preemptions -= 1
+
+    def _settle_once(self, start: int) -> None:
         heap: list[tuple] = []
         budget = 50 * (len(self.jobs) + 10)
         while budget > 0:
@@ -217,14 +277,17 @@ class Scheduler:
             self.dirty.add(idx)
 
     def _still_valid(self, job: Job, plan) -> bool:
-        """A plan without victims survives others' admissions if its quota and nodes are still free."""
+        """A plan without victims survives others' admissions if its quota and nodes are still free and it
+        still delays no reservation."""
         flavor, nodes, borrows, victims = plan
         if victims:
             return False
         code, still_borrows = self.book.check(job.team.book, flavor, job.total, job.nz)
         if code != FITS or still_borrows != borrows:
             return False
-        return nodes is None or self.pools[flavor].still_fits(nodes, job.per_pod, job.nz)
+        if nodes is not None and not self.pools[flavor].still_fits(nodes, job.per_pod, job.nz):
+            return False
+        return self.reservation_blocker(job, plan) is None
 
     def _offer(self, team: TeamState, heap) -> tuple | None:
         """Push the team's best candidate (or return it when heap is None); block the team if it has none."""
@@ -232,6 +295,8 @@ class Scheduler:
         if team.queue.size:
             for job in team.queue.heads():
                 plan = self.plan(job)
+                if plan is not None and not plan[3] and self.reservation_blocker(job, plan) is not None:
+                    continue
                 if plan is not None:
                     entry = (self._key(team, job, plan), job.seq, team.idx, team.version, self.changes, job, plan)
                     if heap is not None:
@@ -241,6 +306,89 @@ class Scheduler:
             self.blocked.setdefault(team.group, set()).add(team.idx)
         return None
 
+    # ----- reservations ---------------------------------------------------------------------------------
+
+    def scope(self, team: TeamState):
+        return None if self.any_shared else team.group
+
+    def _touch(self, team: TeamState) -> None:
+        scope = self.scope(team)
+        self.scope_version[scope] = self.scope_version.get(scope, 0) + 1
+
+    def heads(self, scope=...) -> list[Job]:
+        """Every team's head (first pending workload in its queue order) in planning order; with `scope`,
+        only the heads of that scope's teams."""
+        teams = self.teams if scope is ... else [t for t in self.teams if self.scope(t) == scope]
+        heads = sorted((t.queue.first() for t in teams if t.queue.size), key=planning_key)
+        return heads if scope is ... else heads[:MAX_PLANNED_HEADS]
+
+    def current_plan(self, scope=...) -> Plan:
+        """The plan of a scope's heads (every scope's where none is given), kept until the scope changes."""
+        if scope is ...:
+            heads, holds = [], {}
+            for each in {self.scope(t) for t in self.teams if t.queue.size}:
+                plan = self.current_plan(each)
+                heads += plan.heads
+                holds.update(plan.holds)
+            return Plan(sorted(heads, key=planning_key), holds)
+        version = self.scope_version.get(scope, 0)
+        cached = self._plan_cache.get(scope)
+        if cached is None or cached[0] != version:
+            cached = self._plan_cache[scope] = (version, self.planner.plan(self.heads(scope)))
+        return cached[1]
+
+    def reservation_blocker(self, job: Job, plan) -> Job | None:
+        """The head whose planned start admitting `job` now (per `plan`, without victims) would delay, if any.
+
+        Respected are the heads before `job` in planning order and its own team's head, except `job` itself
+        and other teams' heads where the team stays within its nominal quota on every resource of the
+        chosen instance type (quota is a guarantee).
+        """
+        if not self.backfill:
+            return None
+        f, nodes = plan[0], plan[1]
+        team = job.team
+        own_head = team.queue.first()
+        book = team.book
+        usage, nominal = book.usage[f], book.nominal[f]
+        within = all(usage[r] + job.total[r] <= nominal[r] + EPS for r in range(len(usage)))
+        key = planning_key(job)
+        scope = self.scope(team)
+        rivals = []
+        if not within:
+            for t in self.teams:
+                if t.queue.size and t is not team and (scope is None or t.group == scope):
+                    head = t.queue.first()
+                    if planning_key(head) < key:
+                        rivals.append(head)
+        if own_head is not job:
+            rivals.append(own_head)
+        if not rivals:
+            self._keep_plan_if_untouched(job, f, scope)
+            return None
+        base = self.current_plan(scope)
+        end = end_of(job, self.now)
+        crossed = [h for h in base.holds.values() if h is not None and h.f == f and h.start < end - EPS]
+        if not crossed:
+            self._trials[job] = (self.scope_version.get(scope, 0), base)
+            return None
+        if all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
+            self._trials[job] = (self.scope_version.get(scope, 0), base)
+            return None
+        heads = [h for h in base.heads if h is not job]
+        # Heads before the first whose hold W crosses keep their holds; heads after the last rival do not
+        # matter to this decision, so the trial stops there (and is then not kept as the next plan).
+        crossed_set = {id(h) for h in crossed}
+        keep = next((k for k, h in enumerate(heads) if id(base.holds.get(h)) in crossed_set), len(heads))
+        rival_set = set(rivals)
+        last = max((k for k, h in enumerate(heads) if h in rival_set), default=-1)
+        trial = self.planner.plan(heads[: last + 1], Extra(job, f, nodes, end), base, keep)
+        late = [h for h in rivals if trial.start(h) > base.start(h) + EPS]
+        if late:
+            return min(late, key=planning_key)
+        if last + 1 == len(heads):
+            self._trials[job] = (self.scope_version.get(scope, 0), trial)
+        return None
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
         if self.fair:
             return (dominant_share(self.book, team.book, plan[0], job.total), job.key)
@@ -290,15 +438,84 @@ class Scheduler:
                 return (f, nodes, borrows, victims)
         return None
 
+    def _keep_plan_if_untouched(self, job: Job, f: int, scope) -> None:
+        """A workload admitted with nobody to respect may still move heads; where a valid plan is at hand and
+        no hold on `f` starts before it ends, that plan stays valid after its admission."""
+        cached = self._plan_cache.get(scope)
+        version = self.scope_version.get(scope, 0)
+        if cached is None or cached[0] != version:
+            return
+        end = end_of(job, self.now)
+        if not any(h is not None and h.f == f and h.start < end - EPS for h in cached[1].holds.values()):
+            self._trials[job] = (version, cached[1])
+
+    def _fits_beside_holds(self, job: Job, f: int, nodes, base: Plan) -> bool:
+        """With `job` admitted now, does every hold that starts now on `f` still fit, in planning order? Then,
+        where no later hold starts before `job` ends, no planned start moves."""
+        timeline = Timeline(self, f)
+        try:
+            timeline.put(job, f, nodes, 1)
+            for head in base.heads:
+                hold = base.holds.get(head)
+                if hold is None or hold.f != f or hold.start > self.now or head is job:
+                    continue
+                if self.book.check(head.team.book, f, head.total, head.nz)[0] != FITS:
+                    return False
+                pool = self.pools[f]
+                if pool is not None and hold.nodes and not pool.still_fits(hold.nodes, head.per_pod, head.nz):
+                    return False
+                timeline.put(head, f, hold.nodes, 1)
+            return True
+        finally:
+            timeline.undo(0)
+
     def _admit(self, job: Job, plan) -> None:
         flavor, nodes, borrows, victims = plan
+        scope = self.scope(job.team)
+        trial = self._trials.pop(job, None)
+        if trial is not None and (victims or trial[0] != self.scope_version.get(scope, 0)):
+            trial = None
+        self._trials.clear()
         for victim, reason in victims:
             self._evict(victim, job, reason)
         team = job.team
+        was_head = team.queue.first() is job
+        previous = (job.admitted_at, job.first_admitted_at, job.run)
         team.queue.pop(job)
+        self._touch(team)
         self._demand(job, team.pending_demand, -1)
         self._start(job, flavor, nodes)
-        self.log.append(("admitted", job, flavor, borrows))
+        self.log.append(("admitted", job, flavor, borrows, previous))
+        if trial is not None:
+            plan = trial[1]
+            if was_head:
+                plan = self._with_new_head(plan, job)
+            if plan is not None:
+                self._plan_cache[scope] = (self.scope_version.get(scope, 0), plan)
+
+    def _with_new_head(self, plan: Plan, job: Job) -> Plan | None:
+        """The plan once a head admitted as planned (now, on the nodes it held) leaves it: its team's next
+        head joins at its place in planning order; heads before it keep their holds, the rest are planned
+        again. None where the admission differs from the hold (then the plan is made afresh)."""
+        team = job.team
+        hold = plan.holds.get(job)
+        if hold is None or hold.start > self.now or hold.f != job.flavor:
+            return None
+        if self.pools[job.flavor] is not None and hold.nodes != job.nodes:
+            return None
+        heads = [h for h in plan.heads if h.team is not team]
+        if any(h.state != PENDING for h in heads):
+            return None
+        if team.queue.size:
+            new = team.queue.first()
+            key = planning_key(new)
+            at = next((k for k, h in enumerate(heads) if planning_key(h) > key), len(heads))
+            heads.insert(at, new)
+        else:
+            at = len(heads)
+        if at == len(heads):
+            return Plan(heads, dict(plan.holds))
+        return self.planner.plan(heads, None, plan, at)
 
     # ----- fair share -----------------------------------------------------------------------------------
 

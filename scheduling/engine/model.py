@@ -19,6 +19,7 @@ class InstanceType:
 class Policy:
     task_prioritization: str = "fcfs"  # "fcfs" | "task-ranking"
     idle_compute: str = "fair-share"  # "fair-share" | "fcfs"
+    backfill: str = "reserve"  # "reserve": pending heads hold reservations (nobody starves) | "none"
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Workload:
     running_on: str | None = None  # instance type if already admitted
     nodes: list[int] | None = None  # node index per pod when admitted (None = let the engine place)
     admitted_at: float | None = None
+    duration: float | None = None  # expected run time in seconds; None = unknown (runs "forever" in plans)
 
 
 @dataclass
@@ -76,6 +78,28 @@ class Preemption:
 
 
 @dataclass
+class Plan:
+    """Where a pending workload stands in the engine's plan.
+
+    `rank` is its place in the order the engine plans and admits (1 = next); `team_rank` its place in its
+    team's queue. A team's head with a reservation has `planned_start` (seconds, same clock as `now`), the
+    instance type and the running workloads whose ends make the room (`waits_for`). Others get
+    `estimated_start`: the earliest instant the plan leaves room for them once every head before them in
+    planning order holds its reservation (conservative: None where no finite start exists). `held_by` names
+    the head whose reservation keeps this workload from starting now, if any.
+    """
+
+    rank: int
+    team_rank: int
+    head: bool
+    planned_start: float | None = None
+    estimated_start: float | None = None
+    instance_type: str | None = None
+    waits_for: list[str] = field(default_factory=list)
+    held_by: str | None = None
+
+
+@dataclass
 class TeamStatus:
     quota: dict[str, dict[str, float]]
     borrowing_limit: dict[str, dict[str, float]] | None  # None = unlimited
@@ -84,6 +108,9 @@ class TeamStatus:
     lent: dict[str, dict[str, float]]
     fair_share: dict[str, dict[str, float]]
     pending: int
+    borrowable: dict[str, dict[str, float]] = field(default_factory=dict)  # room it could borrow now
+
+
 
 
 @dataclass
@@ -92,3 +119,4 @@ class Decisions:
     preemptions: list[Preemption]
     reasons: dict[str, str]  # every workload still pending -> why, in plain words
     teams: dict[str, TeamStatus]
+    plans: dict[str, Plan] = field(default_factory=dict)  # every workload still pending -> its place in the plan

@@ -61,7 +61,7 @@ def find_victims(s: Scheduler, job: Job, f: int):
             continue
         trial.add(victim)
         chosen.append((victim, reason))
-        nodes = trial.fits()
+        nodes = trial.fits() if _reclaimer_within_nominal(s, job, f, chosen) else False
         if nodes is not False:
             break
     else:
@@ -72,7 +72,9 @@ def find_victims(s: Scheduler, job: Job, f: int):
     for victim, reason in candidates:
         if victim.priority > ceiling:
             break
-        if _eligible(s, job, victim, reason, {}, claimant_share):
+        if _eligible(s, job, victim, reason, {}, claimant_share) and _reclaimer_within_nominal(
+            s, job, f, [(victim, reason)]
+        ):
             alone = Trial(s, job, f)
             alone.add(victim)
             nodes = alone.fits()
@@ -81,11 +83,27 @@ def find_victims(s: Scheduler, job: Job, f: int):
     for i in range(len(chosen) - 2, -1, -1):
         victim = chosen[i][0]
         trial.add(victim, -1)
-        if trial.fits() is not False:
+        rest = chosen[:i] + chosen[i + 1 :]
+        if _reclaimer_within_nominal(s, job, f, rest) and trial.fits() is not False:
             del chosen[i]
         else:
             trial.add(victim, 1)
     return chosen, trial.fits()
+
+
+def _reclaimer_within_nominal(s: Scheduler, job: Job, f: int, chosen) -> bool:
+    """A reclaimer never ends up borrowing: with reclaim victims, once all its victims are gone (its own
+    team's included), its team's usage plus its request fits the nominal quota on every resource it asks."""
+    if not any(reason == "reclaim" for _, reason in chosen):
+        return True
+    book = job.team.book
+    freed = [0.0] * len(job.total)
+    for victim, _ in chosen:
+        if victim.team is job.team:
+            for r in victim.nz:
+                freed[r] += victim.total[r]
+    usage, nominal = book.usage[f], book.nominal[f]
+    return all(usage[r] - freed[r] + job.total[r] <= nominal[r] + EPS for r in job.nz)
 
 
 class Trial:
@@ -153,22 +171,29 @@ def _take(removed, victim: Job, sign: int) -> None:
 
 def _candidates(s: Scheduler, job: Job, f: int) -> list:
     team = job.team
+    protected = s.protected
     out = []
+    freed = [0.0] * len(job.total)
     if team.within != "Never":
         newer_too = team.within == "LowerOrNewerEqualPriority"
         for victim in team.running[f]:
+            if victim in protected:
+                continue
             if victim.priority < job.priority or (
-                newer_too and victim.priority == job.priority and (victim.submit, victim.seq) > (job.submit, job.seq)
+                newer_too and victim.priority == job.priority and victim.submit > job.submit
             ):
                 out.append((victim, "priority"))
+                for r in victim.nz:
+                    freed[r] += victim.total[r]
     book = team.book
     cohort = book.cohort
-    if cohort is None or team.reclaim == "Never":
+    if cohort is None:
         return out
     usage, nominal = book.usage[f], book.nominal[f]
-    if all(usage[r] + job.total[r] <= nominal[r] + EPS for r in job.nz):
+    takes = team.reclaim != "Never"
+    if takes and all(usage[r] - freed[r] + job.total[r] <= nominal[r] + EPS for r in job.nz):
         reason = "reclaim"
-    elif s.fair and _below_fair_share(s, job, f):
+    elif takes and s.fair and _below_fair_share(s, job, f):
         reason = "fair-share"
     elif team.borrow_within == "LowerPriority":
         reason = "priority"
@@ -179,7 +204,7 @@ def _candidates(s: Scheduler, job: Job, f: int) -> list:
         if other is book or not other.borrowing(f, job.nz):
             continue
         for victim in s.teams[other.idx].running[f]:
-            if lower_only and victim.priority >= job.priority:
+            if victim in protected or (lower_only and victim.priority >= job.priority):
                 continue
             if any(victim.total[r] > 0 for r in job.nz):
                 out.append((victim, reason))

@@ -39,7 +39,7 @@ class Job:
         self.preemptions = 0
         self.state = WAITING
         self.key = None
-        self.sig = (tuple(per_pod), pods, priority, want)
+        self.sig = (tuple(per_pod), pods, priority, want, duration)  # duration: backfill treats them apart
         self.run = 0  # bumped at each admission, so a stale finish event can be recognised
 
 
@@ -60,6 +60,22 @@ class TeamQueue:
             for bucket in self.buckets.values():
                 return [bucket[0][1]]
         return [entry[0][1] for entry in sorted(self.buckets.values(), key=lambda b: b[0][0])]
+
+    def first(self) -> Job:
+        """The head of the queue: the first pending workload in queue order."""
+        if len(self.buckets) == 1:
+            for bucket in self.buckets.values():
+                return bucket[0][1]
+        return min(self.buckets.values(), key=lambda b: b[0][0])[0][1]
+
+    def remove(self, job: Job) -> None:
+        """Remove `job` wherever it stands in its bucket (undoing an eviction)."""
+        bucket = self.buckets[job.sig]
+        bucket.remove((job.key, job))
+        heapq.heapify(bucket)
+        if not bucket:
+            del self.buckets[job.sig]
+        self.size -= 1
 
     def pop(self, job: Job) -> None:
         """Remove `job`, which must be the head of its bucket."""

@@ -20,6 +20,7 @@ RECLAIM = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN = ("Never", "LowerPriority")
 MAX_NODES = 100_000  # per instance type; nodes are tracked one by one
 MAX_PODS = 100_000
+BACKFILL = ("reserve", "none")
 WITHIN_TEAM = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 
 
@@ -161,12 +162,13 @@ def _cluster(value) -> tuple[dict[str, InstanceType], bool]:
 def _policy(value) -> tuple[Policy, dict[str, int]]:
     if value is None:
         return Policy(), {}
-    _object(value, "policy", ("task_prioritization", "idle_compute", "priority_classes"))
+    _object(value, "policy", ("task_prioritization", "idle_compute", "priority_classes", "backfill"))
     policy = Policy(
         task_prioritization=_choice(
             value.get("task_prioritization", "fcfs"), "policy.task_prioritization", ("fcfs", "task-ranking")
         ),
         idle_compute=_choice(value.get("idle_compute", "fair-share"), "policy.idle_compute", ("fair-share", "fcfs")),
+        backfill=_choice(value.get("backfill", "reserve"), "policy.backfill", BACKFILL),
     )
     classes = _object(value.get("priority_classes", {}), "policy.priority_classes")
     return policy, {

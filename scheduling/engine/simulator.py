@@ -24,6 +24,11 @@ def simulate_scenario(data: dict) -> dict:
     return Simulation(parse_scenario(data)).run()
 
 
+def _planned(plan, job):
+    hold = plan.holds.get(job) if plan is not None else None
+    return None if hold is None else num(hold.start)
+
+
 def resources_of(instance_types, teams, requests) -> list[str]:
     names: dict[str, None] = {}
     for it in instance_types:
@@ -97,12 +102,14 @@ class Simulation:
                 )
                 self._schedule_finish(job, now)
             else:
-                _, job, by, reason = entry
+                job, by, reason = entry[1], entry[2], entry[3]
                 self.events.append({"t": t, "type": "preempted", "workload": job.name, "by": by.name, "reason": reason})
         self.s.log.clear()
 
     def _output(self) -> dict:
         s = self.s
+        s.now = max(s.now, self.scenario.until)
+        plan = s.current_plan() if s.backfill else None
         workloads = {}
         for job in self.jobs:
             pending = job.state == PENDING or job.state == "waiting"
@@ -113,6 +120,7 @@ class Simulation:
                 "finished_at": None if job.finished_at is None else num(job.finished_at),
                 "preemptions": job.preemptions,
                 "reason": explain(s, job) if job.state == PENDING else None,
+                "planned_start": _planned(plan, job),
             }
         teams = {}
         for team in s.teams:

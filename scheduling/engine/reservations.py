@@ -1,0 +1,273 @@
+"""Reservations (nobody starves): Slurm-style backfill over the scheduler's live state.
+
+Every team's *head* (the first pending workload in its queue order) is planned, one head at a time in
+*planning order* (highest priority, then earliest submit, then name): its planned start is the earliest
+instant T >= now at which it fits, without preempting anyone, throughout [T, T + duration), supposing that
+running work ends at admitted_at + duration, that nothing else is admitted, and that the heads planned
+before it hold their quota and nodes over their own planned runs. A workload is then admitted only where
+that delays no head it must respect (see `Scheduler.reservation_allows`).
+
+The planner never copies the cluster: it replays future ends and holds onto the scheduler's own quota book
+and node pools, checks with the same `check` and `place` the admission uses, and undoes every change.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from heapq import merge
+from typing import TYPE_CHECKING
+
+from .quota import EPS, FITS, INF
+
+if TYPE_CHECKING:
+    from .admission import Scheduler
+    from .queues import Job
+
+RELEASE, HOLD_END, HOLD_START = 0, 1, 2  # at one instant, ends come before starts
+
+
+class Hold:
+    __slots__ = ("job", "f", "start", "end", "nodes", "waits_for")
+
+    def __init__(self, job, f, start, end, nodes, waits_for):
+        self.job, self.f, self.start, self.end, self.nodes, self.waits_for = job, f, start, end, nodes, waits_for
+
+
+class Extra:
+    """A workload tried as if admitted now (a trial plan): it runs on `f` from now until `end`."""
+
+    __slots__ = ("job", "f", "nodes", "end")
+
+    def __init__(self, job, f, nodes, end):
+        self.job, self.f, self.nodes, self.end = job, f, nodes, end
+
+
+def planning_key(job: Job) -> tuple:
+    return (-job.priority, job.submit, job.name)
+
+
+def end_of(job: Job, start: float) -> float:
+    return INF if job.duration is None else start + job.duration
+
+
+class Plan:
+    """The heads in planning order and each one's hold (None: it cannot start in finite time)."""
+
+    def __init__(self, heads: list[Job], holds: dict[Job, Hold | None]):
+        self.heads = heads
+        self.holds = holds
+
+    def start(self, job: Job) -> float:
+        hold = self.holds.get(job)
+        return INF if hold is None else hold.start
+
+
+class Planner:
+    def __init__(self, s: Scheduler):
+        self.s = s
+        self._releases: dict[tuple, tuple[int, list]] = {}
+
+    # ----- the plan -------------------------------------------------------------------------------------
+
+    def plan(self, heads: list[Job], extra: Extra | None = None, prior: Plan | None = None, keep: int = 0) -> Plan:
+        """Plan `heads` (already in planning order); `extra` is applied first as if admitted now. The first
+        `keep` heads take their holds from `prior` unchanged (the caller knows they cannot move).
+
+        Holds that start now are applied to the book and pools for the rest of the pass (and undone at its
+        end), so each later head starts from that state instead of replaying them.
+        """
+        s = self.s
+        now = s.now
+        held = Timeline(s, None)
+        holds: dict[Job, Hold | None] = {}
+        future: dict[int, list[Hold]] = {}
+        ends: dict[int, list[tuple]] = {}
+        if extra is not None:
+            held.put(extra.job, extra.f, extra.nodes, 1)
+            if extra.end != INF:
+                ends.setdefault(extra.f, []).append((max(extra.end, now), RELEASE, extra.job.seq, extra.job, extra.nodes))
+        try:
+            for k, head in enumerate(heads):
+                best = None
+                if k < keep:
+                    best = prior.holds.get(head)
+                    holds[head] = best
+                    if best is not None:
+                        self._hold(best, k, held, future, ends)
+                    continue
+                for f in s.flavors_for(head):
+                    found = self.earliest(head, f, future.get(f, ()), ends.get(f, ()))
+                    if found is not None and (best is None or found.start < best.start - EPS):
+                        best = found
+                holds[head] = best
+                if best is not None:
+                    self._hold(best, k, held, future, ends)
+            return Plan(heads, holds)
+        finally:
+            held.undo(0)
+
+    def _hold(self, hold: Hold, k: int, held: Timeline, future, ends) -> None:
+        if hold.start <= self.s.now:
+            held.put(hold.job, hold.f, hold.nodes, 1)
+            if hold.end != INF:
+                insort(ends.setdefault(hold.f, []), (hold.end, HOLD_END, -1 - k, hold.job, hold.nodes), key=_order)
+        else:
+            future.setdefault(hold.f, []).append(hold)
+
+    def releases(self, f: int, group) -> list:
+        """Events (end, RELEASE, seq, job, nodes) of running work on `f` whose end is known, sorted; on a flavor
+        no cohort shares with another (no nodes, no capacity limit, nothing uncovered), only the group's own
+        work counts. Work past its expected end is supposed to end now."""
+        s = self.s
+        shared = s.shared_flavor[f]
+        key = (f, None if shared else group)
+        version = (s.flavor_version[f], s.now)
+        cached = self._releases.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        teams = s.teams if shared else [t for t in s.teams if t.group == group]
+        out = sorted(
+            (max(job.admitted_at + job.duration, s.now), RELEASE, job.seq, job, job.nodes)
+            for team in teams
+            for job in team.running[f]
+            if job.duration is not None and job.admitted_at is not None
+        )
+        self._releases[key] = (version, out)
+        return out
+
+    def earliest(self, job: Job, f: int, holds=(), ends=()) -> Hold | None:
+        """The earliest hold for `job` on flavor `f`, the state being the current one plus what started now;
+        `holds` are the earlier heads' later holds there, `ends` when what started now ends."""
+        s = self.s
+        team = job.team.book
+        pool = s.pools[f]
+        limit = team.limit[f]
+        if any(job.total[r] > limit[r] + EPS for r in job.nz):
+            return None
+        if pool is not None and any(job.per_pod[r] > pool.capacity[r] + EPS for r in job.nz):
+            return None
+        capacity = s.book.capacity_total[f]
+        if any(job.total[r] > capacity[r] + EPS for r in job.nz):
+            return None
+        events = self.releases(f, job.team.group)
+        if holds or ends:
+            others = list(ends)
+            for i, hold in enumerate(holds):
+                others.append((hold.start, HOLD_START, -(10**9) - i, hold.job, hold.nodes))
+                if hold.end != INF:
+                    others.append((hold.end, HOLD_END, -(10**9) - i, hold.job, hold.nodes))
+            others.sort(key=_order)
+            events = list(merge(events, others, key=_order))
+        timeline = Timeline(s, f)
+        try:
+            i, n = 0, len(events)
+            now = s.now
+            while i < n and events[i][0] <= now:
+                timeline.apply(events[i])
+                i += 1
+            at = now
+            while True:
+                found = self._try(job, f, at, events, i, timeline)
+                if found is not None:
+                    nodes, _ = found
+                    waits_for = [e[3] for e in events[:i] if e[0] == at and at > now and e[1] != HOLD_START]
+                    return Hold(job, f, at, end_of(job, at), nodes, waits_for)
+                if i >= n:
+                    return None
+                at = events[i][0]
+                while i < n and events[i][0] == at:
+                    timeline.apply(events[i])
+                    i += 1
+        finally:
+            timeline.undo(0)
+
+    def _try(self, job: Job, f: int, at: float, events, i: int, timeline: Timeline):
+        """(nodes, True) if `job` fits from `at` throughout its run, else None. The state is the one at `at`."""
+        s = self.s
+        team = job.team.book
+        if s.book.check(team, f, job.total, job.nz)[0] != FITS:
+            return None
+        pool = s.pools[f]
+        if pool is not None and job.per_pod[pool.key] > 0 and pool.pods_fit(job.per_pod[pool.key]) < job.pods:
+            return None
+        end = end_of(job, at)
+        last = None
+        for j in range(i, len(events)):
+            if events[j][0] >= end - EPS:
+                break
+            if events[j][1] == HOLD_START:
+                last = j
+        if last is None:
+            if pool is None:
+                return None, True
+            nodes = pool.place(job.per_pod, job.nz, job.pods)
+            return None if nodes is None else (nodes, True)
+        # Holds start during the run: the job must fit at each of those instants, on the same nodes.
+        mark = timeline.mark()
+        lowest: dict[int, list[float]] = {}
+        at_start: dict[int, list[float]] = {}
+        try:
+            j = i
+            while j <= last:
+                t = events[j][0]
+                checkpoint = False
+                while j < len(events) and events[j][0] == t:
+                    if pool is not None:
+                        for node in events[j][4] or ():
+                            if node not in at_start:
+                                at_start[node] = list(pool.free[node])
+                                lowest[node] = list(pool.free[node])
+                    timeline.apply(events[j])
+                    checkpoint = checkpoint or events[j][1] == HOLD_START
+                    j += 1
+                if not checkpoint:
+                    continue
+                if s.book.check(team, f, job.total, job.nz)[0] != FITS:
+                    return None
+                if pool is not None:
+                    for node, low in lowest.items():
+                        free = pool.free[node]
+                        for r in job.nz:
+                            if free[r] < low[r]:
+                                low[r] = free[r]
+        finally:
+            timeline.undo(mark)
+        if pool is None:
+            return None, True
+        extra = {node: [lo - st for lo, st in zip(lowest[node], at_start[node], strict=True)] for node in lowest}
+        nodes = pool.place(job.per_pod, job.nz, job.pods, extra)
+        return None if nodes is None else (nodes, True)
+
+
+def _order(event) -> tuple:
+    return event[:3]
+
+
+class Timeline:
+    """Ends and holds applied onto the live quota book and node pools, with an undo log."""
+
+    def __init__(self, s: Scheduler, f: int | None):
+        self.s, self.f = s, f
+        self.log: list[tuple] = []
+
+    def apply(self, event) -> None:
+        _, kind, _, job, nodes = event
+        self.put(job, self.f, nodes, 1 if kind == HOLD_START else -1)
+
+    def put(self, job: Job, f: int, nodes, sign: int) -> None:
+        self.s.book.apply(job.team.book, f, job.total, job.nz, sign)
+        pool = self.s.pools[f]
+        if pool is not None and nodes:
+            pool.take(nodes, job.per_pod, job.nz, sign)
+        self.log.append((job, f, nodes, sign))
+
+    def mark(self) -> int:
+        return len(self.log)
+
+    def undo(self, mark: int) -> None:
+        log, book, pools = self.log, self.s.book, self.s.pools
+        while len(log) > mark:
+            job, f, nodes, sign = log.pop()
+            book.apply(job.team.book, f, job.total, job.nz, -sign)
+            if pools[f] is not None and nodes:
+                pools[f].take(nodes, job.per_pod, job.nz, -sign)

@@ -5,7 +5,10 @@ Prints, never asserts: Kueue's baseline and large-scale scheduler-performance sc
 published figures, and a replay of the Philly trace hard-partitioned and shared, each at a quarter, half
 and all of the workload set so the growth of cost can be read off.
 
-Usage: .venv/bin/python bench/engine.py [--quick] [baseline] [large-scale] [philly]
+Usage: .venv/bin/python bench/engine.py [--quick] [baseline] [large-scale] [philly] [starvation]
+  starvation: the Philly trace in one shared cohort with arrivals compressed 4x and 8x, backfill none vs
+              reserve: the longest and p99 queueing delay of gangs of 32 GPUs or more, the mean delay of all
+              jobs and GPU utilization (not run by default)
   --quick  runs baseline and a quarter of the others only (the full run adds Philly at 4x arrival rate)
 The "vs nlogn" column is CPU / (n log n) relative to the quarter run; near or below 1 means the cost
 grows no faster than n log n.
@@ -226,6 +229,50 @@ def bench_philly(fractions, speedups=()) -> list[dict]:
     return rows
 
 
+def starvation_figures(scenario: dict, out: dict) -> dict:
+    """Queueing delay of gangs of 32 GPUs or more (max, p99) and of all jobs (mean), and GPU utilization."""
+    gpus = {w["name"]: w["requests"]["gpu"] * w.get("pods", 1) for w in scenario["workloads"]}
+    submit = {w["name"]: w["submit"] for w in scenario["workloads"]}
+    first = {}
+    for e in out["events"]:
+        if e["type"] == "admitted":
+            first.setdefault(e["workload"], e["t"])
+    delays = {n: first[n] - submit[n] for n in first}
+    gangs = sorted(d for n, d in delays.items() if gpus[n] >= 32)
+    p99 = gangs[min(len(gangs) - 1, int(0.99 * len(gangs)))] if gangs else 0.0
+    return {
+        "gangs": len(gangs),
+        "gang_max_delay_s": gangs[-1] if gangs else 0.0,
+        "gang_p99_delay_s": p99,
+        "avg_queue_s": sum(delays.values()) / max(1, len(delays)),
+        "gpu_util_pct": philly_figures(scenario, out)["gpu_util_pct"],
+        "never_started": len(scenario["workloads"]) - len(first),
+    }
+
+
+def bench_starvation(fraction: float, speedups=(4, 8)) -> list[dict]:
+    """The Philly trace in one shared cohort with arrivals compressed, backfill none vs reserve."""
+    rows = []
+    print(f"\n== Starvation: Philly in one shared cohort, {fraction:g} of the trace, arrivals compressed ==")
+    print(
+        f"{'speedup':>7} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9} {'gang max s':>10}"
+        f" {'gang p99 s':>10} {'avg queue s':>11} {'GPU util %':>10}"
+    )
+    for speedup in speedups:
+        for backfill in ("none", "reserve"):
+            scenario = philly_scenario(True, fraction, speedup)
+            scenario["policy"]["backfill"] = backfill
+            out, cpu = run(scenario)
+            fig = starvation_figures(scenario, out)
+            print(
+                f"{'x' + format(speedup, 'g'):>7} {backfill:>8} {len(scenario['workloads']):>6} {cpu:>7.2f}"
+                f" {fig['gangs']:>9} {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
+                f" {fig['avg_queue_s']:>11.1f} {fig['gpu_util_pct']:>10.1f}"
+            )
+            rows.append({"scenario": f"starvation-x{speedup:g}-{backfill}", "fraction": fraction, "cpu_s": cpu, **fig})
+    return rows
+
+
 def main(argv: list[str]) -> None:
     if not os.path.isdir(SHARED):
         sys.exit(f"cannot find {SHARED}: the benchmark needs ../shared beside the repository")
@@ -238,6 +285,8 @@ def main(argv: list[str]) -> None:
         rows += bench_kueue("large-scale", (0.25,) if quick else FRACTIONS)
     if "philly" in chosen:
         rows += bench_philly((0.25,) if quick else FRACTIONS, () if quick else (4,))
+    if "starvation" in chosen:
+        rows += bench_starvation(0.25 if quick else 1.0)
     results = os.path.join(ROOT, "bench", "results")
     os.makedirs(results, exist_ok=True)
     target = os.path.join(results, f"engine-{datetime.now():%Y%m%d-%H%M%S}.json")

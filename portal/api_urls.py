@@ -14,5 +14,6 @@ for register in (quotas.api.register, scheduling.api.register, scheduling.usage.
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),
+    path("", include("scheduling.whatif.api_urls")),
     path("", include(router.urls)),
 ]

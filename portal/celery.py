@@ -35,6 +35,8 @@ def _beat_schedule(sender, **kwargs):
         "alerts": ("scheduling.usage.tasks.alerts_evaluate", 60.0),
         "inventory-sync": ("scheduling.kube.tasks.inventory_sync", 300.0),
         "kueue-status": ("scheduling.kube.tasks.workload_status_sync", 15.0),
+        "quota-requests-due": ("scheduling.whatif.tasks.apply_due_requests_task", 3600.0),
+        "right-sizing": ("scheduling.whatif.tasks.right_sizing_task", 7 * 86400.0),
     }
     sender.conf.beat_schedule = {
         name: {"task": task, "schedule": seconds} for name, (task, seconds) in schedule.items() if task in sender.tasks

@@ -13,6 +13,8 @@ ENTRIES = [
     ("Teams", "quotas:team-list", "read_teams"),
     ("Usage", "usage:dashboard", "read_usage"),
     ("Reports", "usage:reports", "read_reports"),
+    ("Requests", "whatif:request-list", "read_quota_requests"),
+    ("What-if", "whatif:replay-list", "read_whatif"),
     ("Alerts", "usage:alerts", "read_alerts"),
     ("Cluster", "quotas:cluster", "read_cluster"),
     ("Policy", "quotas:policy", "read_policy"),

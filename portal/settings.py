@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "scheduling",
     "scheduling.usage",
     "scheduling.kube",
+    "scheduling.whatif",
     "portal",
 ]
 

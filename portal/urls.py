@@ -27,4 +27,5 @@ urlpatterns += [
     path("", include(("scheduling.urls", "jobs"))),
     path("", include(("scheduling.usage.urls", "usage"))),
     path("", include(("scheduling.kube.urls", "kube"))),
+    path("", include(("scheduling.whatif.urls", "whatif"))),
 ]

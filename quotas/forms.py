@@ -124,8 +124,12 @@ class ClusterPolicyForm(forms.ModelForm):
 
     class Meta:
         model = ClusterPolicy
-        fields = ["task_prioritization", "idle_compute"]
-        widgets = {"task_prioritization": forms.RadioSelect, "idle_compute": forms.RadioSelect}
+        fields = ["task_prioritization", "idle_compute", "backfill"]
+        widgets = {
+            "task_prioritization": forms.RadioSelect,
+            "idle_compute": forms.RadioSelect,
+            "backfill": forms.RadioSelect,
+        }
 
 
 class PriorityClassForm(forms.ModelForm):

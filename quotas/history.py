@@ -4,7 +4,7 @@ A team's snapshot holds its policy fields, its members and its allocations (what
 quota, so a diff can say "default (2048)"); the cluster's holds the cluster policy. Snapshots are JSON.
 """
 
-from quotas.models import ClusterPolicy, IdleCompute, PreemptTeamTasks, Sharing, TaskPrioritization, Team
+from quotas.models import Backfill, ClusterPolicy, IdleCompute, PreemptTeamTasks, Sharing, TaskPrioritization, Team
 
 TEAM_FIELDS = [
     # field, label, choices (for readable values) or None
@@ -20,6 +20,7 @@ TEAM_FIELDS = [
 CLUSTER_FIELDS = [
     ("task_prioritization", "task prioritization", TaskPrioritization),
     ("idle_compute", "idle compute", IdleCompute),
+    ("backfill", "backfill", Backfill),
 ]
 ALLOCATION_FIELDS = ["instances", "accelerators", "vcpus", "memory_gib"]
 ACCELERATOR_LABELS = {"gpu": "GPUs", "neuron": "Neuron devices", "": "accelerators"}

@@ -44,7 +44,7 @@ TEAM_DEFAULTS = {
     "allocations": {},
 }
 TEAM_REQUIRED = ["name", "namespace"]
-POLICY_DEFAULTS = {"task_prioritization": "fcfs", "idle_compute": "fair-share"}
+POLICY_DEFAULTS = {"task_prioritization": "fcfs", "idle_compute": "fair-share", "backfill": "reserve"}
 SECTIONS = ["instance_types", "node_groups", "priority_classes", "teams", "cluster_policy"]
 
 
@@ -150,7 +150,7 @@ def parse(text: str) -> dict:
     if "cluster_policy" in doc:
         policy = doc["cluster_policy"] or {}
         if not isinstance(policy, dict) or set(policy) - set(POLICY_DEFAULTS):
-            raise ConfigError("cluster_policy: expected task_prioritization and idle_compute")
+            raise ConfigError("cluster_policy: expected task_prioritization, idle_compute and backfill")
         policy = {**POLICY_DEFAULTS, **policy}
     return {
         "instance_types": _entries(doc, "instance_types", INSTANCE_TYPE_REQUIRED, INSTANCE_TYPE_DEFAULTS),
@@ -348,6 +348,27 @@ def _error_line(exc: ValidationError) -> str:
     else:
         parts = exc.messages
     return _one_line("; ".join(parts))
+
+
+@contextmanager
+def trial(text: str, *, user=None, reason: str = "what-if"):
+    """Apply the file inside a transaction that is always rolled back, and yield its plan while the database
+    looks as it will after the apply: readers (a what-if replay) see the draft through the ordinary models
+    and selectors. Every write runs through the same services as apply(), so it finds the same errors."""
+    desired = parse(text)
+    plan = make_plan(desired)
+    try:
+        with transaction.atomic():
+            try:
+                _apply(desired, plan, user=user, reason=reason)
+            except ValidationError as exc:
+                raise ConfigError(_error_line(exc)) from None
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(_one_line(exc)) from None
+            yield plan
+            raise _DryRun
+    except _DryRun:
+        pass
 
 
 def apply(text: str, *, dry_run: bool = False, user=None, reason: str = "applied from cluster.yaml") -> Plan:

@@ -134,7 +134,13 @@ def kueue_objects() -> list[dict]:
             {
                 "apiVersion": API_VERSION,
                 "kind": "ClusterQueue",
-                "metadata": {"name": cluster_queue_name(team), "labels": {"portal/team": team.name}},
+                "metadata": {
+                    "name": cluster_queue_name(team),
+                    "labels": {"portal/team": team.name},
+                    # Kueue has no backfill reservations (StrictFIFO blocks everything behind the head instead):
+                    # the portal's policy is recorded for readers; the queue stays BestEffortFIFO.
+                    "annotations": {"portal/backfill": str(policy.backfill)},
+                },
                 "spec": spec,
             }
         )

@@ -291,6 +291,11 @@ class IdleCompute(models.TextChoices):
     FCFS = "fcfs", "First come, first served"
 
 
+class Backfill(models.TextChoices):
+    RESERVE = "reserve", "Reserve (nobody starves)"
+    NONE = "none", "None (best-effort FIFO)"
+
+
 class ClusterPolicy(models.Model):
     """Cluster-wide scheduling policy: one row."""
 
@@ -298,6 +303,12 @@ class ClusterPolicy(models.Model):
         max_length=16, choices=TaskPrioritization.choices, default=TaskPrioritization.FCFS
     )
     idle_compute = models.CharField(max_length=16, choices=IdleCompute.choices, default=IdleCompute.FAIR_SHARE)
+    backfill = models.CharField(
+        max_length=16,
+        choices=Backfill.choices,
+        default=Backfill.RESERVE,
+        help_text="reserve: the head of each team's queue holds a reservation that smaller work may not delay",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -21,6 +21,8 @@ ABILITIES: dict[str, tuple[frozenset, str]] = {
     "read_policy": (EVERYONE, ""),
     "read_usage": (EVERYONE, ""),  # scientists: their own teams
     "read_reports": (EVERYONE, ""),  # scientists: their own teams
+    "read_quota_requests": (EVERYONE, ""),  # scientists: their own teams' requests
+    "read_whatif": (frozenset({ADMIN, MANAGER}), "What-if replays are for admins and managers."),
     "read_alerts": (frozenset({ADMIN, MANAGER}), "Alerts are set by admins and read by managers."),
     "change_alerts": (frozenset({ADMIN}), "Only admins change alert rules."),
     "read_admission_runs": (frozenset({ADMIN}), "Only admins see the admission loop's runs."),

@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from quotas.models import (
+    Backfill,
     ClusterPolicy,
     ComputeAllocation,
     ConfigVersion,
@@ -63,13 +64,14 @@ class ReasonMixin(serializers.Serializer):
 class ClusterPolicySerializer(ReasonMixin, serializers.ModelSerializer):
     class Meta:
         model = ClusterPolicy
-        fields = ["task_prioritization", "idle_compute", "updated_at", "reason"]
+        fields = ["task_prioritization", "idle_compute", "backfill", "updated_at", "reason"]
         read_only_fields = ["updated_at"]
 
 
 class ClusterPolicyInputSerializer(ReasonMixin):
     task_prioritization = serializers.ChoiceField(choices=TaskPrioritization.choices, required=False)
     idle_compute = serializers.ChoiceField(choices=IdleCompute.choices, required=False)
+    backfill = serializers.ChoiceField(choices=Backfill.choices, required=False)
 
 
 class AllocationSerializer(serializers.ModelSerializer):

@@ -311,6 +311,7 @@ def policy(request):
                     reason=form.cleaned_data["reason"],
                     task_prioritization=form.cleaned_data["task_prioritization"],
                     idle_compute=form.cleaned_data["idle_compute"],
+                    backfill=form.cleaned_data["backfill"],
                 )
             except ValidationError as exc:
                 apply_service_errors(form, exc)

@@ -71,8 +71,8 @@ def main(argv=None):
     s.add_argument("--image", required=True)
     s.add_argument("--instance-type")
     s.add_argument("--accelerators", type=int, default=0)
-    s.add_argument("--vcpus", type=float, default=0)
-    s.add_argument("--memory", type=float, default=0, help="GiB per pod")
+    s.add_argument("--vcpus", type=float, default=None, help="per pod (default: proportional share)")
+    s.add_argument("--memory", type=float, default=None, help="GiB per pod (default: proportional share)")
     s.add_argument("--pods", type=int, default=1)
     s.add_argument("--priority-class")
     s.add_argument("--command", default="")
@@ -113,7 +113,9 @@ def main(argv=None):
             print(f"queue: {q['in_team']} of {q['team_queued']} in team, ", end="")
             print(f"{q['in_cluster']} of {q['cluster_queued']} overall")
         if j.get("estimated_start"):
-            print(f"estimated start: {j['estimated_start']['at'] or 'unknown'} ({j['estimated_start']['note']})")
+            e = j["estimated_start"]
+            label = "reserved start" if e.get("kind") == "reserved" else "estimated start"
+            print(f"{label}: {e['at'] or 'unknown'} ({e['note']})")
         for e in j["events"]:
             print(f"  {e['at'][:19]}  {e['from_state'] or '-':>9} -> {e['to_state']:<9} {e['reason']}")
     else:

@@ -40,8 +40,12 @@ class JobForm(forms.Form):
     name = forms.CharField(max_length=63, help_text="lower-case letters, digits and '-', e.g. llama-finetune-3")
     instance_type = forms.ChoiceField(required=False, help_text="or any type your team has quota on")
     accelerators = forms.IntegerField(min_value=0, initial=1, label="Accelerators per pod")
-    vcpus = forms.FloatField(min_value=0, initial=8, label="vCPUs per pod")
-    memory_gib = forms.FloatField(min_value=0, initial=64, label="Memory per pod (GiB)")
+    vcpus = forms.FloatField(
+        min_value=0, required=False, label="vCPUs per pod", help_text="blank: the instance type's proportional share"
+    )
+    memory_gib = forms.FloatField(
+        min_value=0, required=False, label="Memory per pod (GiB)", help_text="blank: the proportional share"
+    )
     pods = forms.IntegerField(min_value=1, initial=1)
     priority_class = forms.ChoiceField(required=False)
     image = forms.CharField(max_length=255, initial="nvcr.io/nvidia/pytorch:24.05-py3", label="Container image")

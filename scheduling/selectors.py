@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.conf import settings
-from django.db.models import Q, Sum, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from quotas.models import ClusterPolicy, ComputeAllocation, InstanceType, Team
-from scheduling.models import ACTIVE_STATES, QUEUED_STATES, AdmissionRun, Job
-from scheduling.snapshot import lowest_priority
+from scheduling import engine
+from scheduling.models import QUEUED_STATES, AdmissionRun, Job
+from scheduling.snapshot import build_snapshot, expected_runtime_s
 from scheduling.status import team_statuses
-
-ESTIMATE_METHOD = (
-    "Estimated from the jobs running now: each is assumed to end when its expected duration is up, and this "
-    "job starts once enough of them have ended to free its request plus the requests of the jobs ahead of it in "
-    "its team's queue, on an instance type it can use. Quota limits, preemption and new higher-priority jobs can "
-    "move it either way."
-)
 
 
 def job_list(user):
@@ -57,63 +47,142 @@ def job_events(job: Job):
     return list(job.events.all())
 
 
-# --- place in the queue -----------------------------------------------------------------------------------
+# --- place in the queue and start time: read off the engine's plan ---------------------------------------
 
-
-def _ranked_queue():
-    return Job.objects.filter(state__in=QUEUED_STATES).annotate(
-        rank_priority=Coalesce("priority_class__weight", Value(lowest_priority()))
-    )
-
-
-def _ahead_filter(job: Job, priority: int, ranking: bool) -> Q:
-    earlier = Q(submitted_at__lt=job.submitted_at) | Q(submitted_at=job.submitted_at, pk__lt=job.pk)
-    if not ranking:
-        return earlier
-    return Q(rank_priority__gt=priority) | (Q(rank_priority=priority) & earlier)
+ESTIMATE_METHOD = (
+    "From the scheduler's own plan: every running job is supposed to end when its expected duration is up; "
+    "the first job of each team's queue holds a reservation (the earliest time it fits without preempting "
+    "anyone, after the reservations of heads before it in planning order: higher priority, then earlier "
+    "submit); later jobs are estimated after those reservations and the jobs ahead of them in their team's "
+    "queue. Preemption, cancellations and jobs that end early can move it."
+)
 
 
 @dataclass
 class QueuePlace:
     in_team: int  # 1 = next in its team's queue
     team_queued: int
-    in_cluster: int
+    in_cluster: int  # place in the engine's planning order (priority, then submit time)
     cluster_queued: int
     order: str
 
 
-def queue_place(job: Job) -> QueuePlace | None:
-    """Where a waiting job stands: in its team's queue (the engine's order) and among all waiting jobs."""
+@dataclass
+class StartEstimate:
+    at: datetime | None
+    note: str
+    kind: str = "estimate"  # "reserved" | "estimate" | "now" | "unknown"
+    waits_for: list[int] = field(default_factory=list)
+    method: str = ESTIMATE_METHOD
+
+
+@dataclass
+class JobPlan:
+    place: QueuePlace | None
+    estimate: StartEstimate | None
+
+
+def _when(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.get_current_timezone())
+
+
+def _job_list_text(names: list[str]) -> str:
+    labels = [f"#{n}" for n in names[:4]] + ([f"{len(names) - 4} more"] if len(names) > 4 else [])
+    return "job " + labels[0] if len(labels) == 1 else "jobs " + ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def job_plan(job: Job, *, now: datetime | None = None) -> JobPlan:
+    """Where a waiting job stands in the engine's plan: its place in its team's queue and in planning order,
+    and its start: reserved (a team's head) or estimated from the same plan. One engine call decides all."""
     if job.state not in QUEUED_STATES:
-        return None
-    ranking = ClusterPolicy.load().task_prioritization == "task-ranking"
-    priority = job.priority_class.weight if job.priority_class_id else lowest_priority()
-    queue = _ranked_queue()
-    ahead = queue.filter(_ahead_filter(job, priority, ranking))
-    counts = queue.aggregate(
-        team_ahead=Sum(Value(1), filter=Q(team_id=job.team_id) & _ahead_filter(job, priority, ranking)),
-        team_total=Sum(Value(1), filter=Q(team_id=job.team_id)),
-        total=Sum(Value(1)),
+        return JobPlan(None, None)
+    now = now or timezone.now()
+    snapshot = build_snapshot(now=now)
+    decisions = engine.decide(snapshot, estimate=(str(job.pk),))
+    plan = decisions.plans.get(str(job.pk))
+    ranking = snapshot.policy.task_prioritization == "task-ranking"
+    order = "priority, then submit time" if ranking else "submit time (first come, first served)"
+    if plan is None:
+        estimate = StartEstimate(
+            at=now, kind="now", note="room is free for it now: it starts at the next scheduling pass"
+        )
+        return JobPlan(None, estimate)
+    team_of = {w.name: w.team for w in snapshot.workloads}
+    team_queued = sum(1 for name in decisions.plans if team_of.get(name) == job.team.name)
+    place = QueuePlace(
+        in_team=plan.team_rank,
+        team_queued=team_queued,
+        in_cluster=plan.rank,
+        cluster_queued=len(decisions.plans),
+        order=order,
     )
-    return QueuePlace(
-        in_team=(counts["team_ahead"] or 0) + 1,
-        team_queued=counts["team_total"] or 0,
-        in_cluster=ahead.count() + 1,
-        cluster_queued=counts["total"] or 0,
-        order="priority, then submit time" if ranking else "submit time (first come, first served)",
+    return JobPlan(place, _estimate(plan))
+
+
+def _estimate(plan: engine.Plan) -> StartEstimate:
+    if plan.planned_start is not None:
+        at = _when(plan.planned_start)
+        when = f"when {_job_list_text(plan.waits_for)} end" if plan.waits_for else "as soon as the room is free"
+        if len(plan.waits_for) == 1:
+            when = f"when {_job_list_text(plan.waits_for)} ends"
+        return StartEstimate(
+            at=at,
+            kind="reserved",
+            waits_for=[int(n) for n in plan.waits_for if n.isdigit()],
+            note=f"reserved: starts at {at:%H:%M:%S} on {plan.instance_type}, {when}",
+        )
+    if plan.estimated_start is not None:
+        at = _when(plan.estimated_start)
+        return StartEstimate(
+            at=at,
+            note=f"estimate: about {at:%H:%M:%S} on {plan.instance_type}, after the reservations ahead of it",
+        )
+    if plan.head:
+        return StartEstimate(
+            at=None,
+            kind="unknown",
+            note="no reservation yet: the work holding the room it needs has no expected duration",
+        )
+    return StartEstimate(
+        at=None,
+        kind="unknown",
+        note="no estimate: jobs ahead of it, or holding the room it needs, have no expected duration",
     )
 
 
-# --- estimated start --------------------------------------------------------------------------------------
+@dataclass
+class QueuedStart:
+    job: Job
+    rank: int
+    team_rank: int
+    estimate: StartEstimate
 
 
-def expected_runtime_s(job: Job) -> float | None:
-    """Real seconds a job is expected to run (the simulated cluster runs them SIMULATED_TIME_SCALE faster)."""
-    if settings.CLUSTER_BACKEND == "simulated":
-        from scheduling.backends.simulated import runtime_s
+def queue_starts(user, *, limit: int = 50, now: datetime | None = None) -> list[QueuedStart]:
+    """The user's visible waiting jobs in the scheduler's order with their start times, like Slurm's
+    `squeue --start`: one engine call plans everything and estimates the listed jobs."""
+    now = now or timezone.now()
+    snapshot = build_snapshot(now=now)
+    visible = {
+        str(j.pk): j
+        for j in job_list(user).filter(state__in=QUEUED_STATES).order_by("submitted_at", "pk")[: max(limit, 0) * 4]
+    }
+    decisions = engine.decide(snapshot, estimate=tuple(visible)[: max(limit, 0)])
+    rows = [
+        QueuedStart(visible[name], plan.rank, plan.team_rank, _estimate(plan))
+        for name, plan in decisions.plans.items()
+        if name in visible
+    ]
+    rows.sort(key=lambda row: row.rank)
+    return rows[:limit]
 
-        return runtime_s(job)
-    return float(job.expected_duration_s) if job.expected_duration_s else None
+
+def queue_place(job: Job) -> QueuePlace | None:
+    return job_plan(job).place
+
+
+def estimated_start(job: Job, *, now: datetime | None = None) -> StartEstimate | None:
+    return job_plan(job, now=now).estimate
 
 
 def expected_end(job: Job) -> datetime | None:
@@ -124,93 +193,13 @@ def expected_end(job: Job) -> datetime | None:
     return begun + timedelta(seconds=runtime)
 
 
-def _total(job: Job, it: InstanceType) -> dict[str, float]:
-    out = {}
-    if job.accelerators:
-        out[it.accelerator_key or "gpu"] = job.accelerators * job.pods
-    if job.vcpus:
-        out["cpu"] = job.vcpus * job.pods
-    if job.memory_gib:
-        out["memory"] = job.memory_gib * job.pods
-    return out
-
-
-def _candidate_types(job: Job) -> list[InstanceType]:
-    if job.instance_type_id:
-        return [job.instance_type]
-    ids = ComputeAllocation.objects.filter(team_id=job.team_id).values("instance_type")
-    return list(InstanceType.objects.filter(pk__in=ids)) or list(InstanceType.objects.all())
-
-
-@dataclass
-class StartEstimate:
-    at: datetime | None
-    note: str
-    method: str = ESTIMATE_METHOD
-
-
-def estimated_start(job: Job, *, now: datetime | None = None) -> StartEstimate | None:
-    """When a waiting job should start, from the running jobs' expected durations (an estimate)."""
-    if job.state not in QUEUED_STATES:
-        return None
-    now = now or timezone.now()
-    place_ahead = _ranked_queue().filter(team_id=job.team_id)
-    ranking = ClusterPolicy.load().task_prioritization == "task-ranking"
-    priority = job.priority_class.weight if job.priority_class_id else lowest_priority()
-    ahead = list(place_ahead.filter(_ahead_filter(job, priority, ranking)).select_related("instance_type"))
-    best: StartEstimate | None = None
-    for it in _candidate_types(job):
-        estimate = _estimate_on(job, it, ahead, now)
-        if estimate is not None and (best is None or estimate.at < best.at):
-            best = estimate
-    return best or StartEstimate(
-        at=None, note="no estimate: the jobs holding the room it needs have no expected duration"
-    )
-
-
-def _estimate_on(job: Job, it: InstanceType, ahead: list[Job], now: datetime) -> StartEstimate | None:
-    nodes = it.node_groups.aggregate(n=Sum("node_count"))["n"] or 0
-    capacity = {r: v * nodes for r, v in it.capacity().items()}
-    need = _total(job, it)
-    for other in ahead:
-        if other.instance_type_id in (None, it.pk):
-            for r, v in _total(other, it).items():
-                need[r] = need.get(r, 0) + v
-    if any(need.get(r, 0) > capacity.get(r, 0) for r in need):
-        return None
-    running = list(Job.objects.filter(state__in=ACTIVE_STATES, assigned_instance_type=it))
-    free = dict(capacity)
-    for other in running:
-        for r, v in _total(other, it).items():
-            free[r] = free.get(r, 0) - v
-    if all(free.get(r, 0) >= v for r, v in need.items()):
-        return StartEstimate(at=now, note=f"room is free on {it.name} now; quota or fair share decides")
-    ends = sorted(((expected_end(o), o) for o in running if expected_end(o) is not None), key=lambda e: e[0])
-    for end, other in ends:
-        for r, v in _total(other, it).items():
-            free[r] = free.get(r, 0) + v
-        if all(free.get(r, 0) >= v for r, v in need.items()):
-            return StartEstimate(at=max(end, now), note=f"on {it.name}, when job #{other.pk} is expected to end")
-    return None
-
-
 # --- team standing beside the submit form -----------------------------------------------------------------
 
 
 def team_panels(teams) -> list[dict]:
-    """For each team: per instance type its quota, what it uses, and what it could borrow right now."""
+    """For each team: per instance type its quota, what it uses, and what it could borrow right now (the
+    engine's figure: remaining borrowing limit capped by what the cohort has idle)."""
     statuses = team_statuses()
-    all_teams = {t.name: t for t in Team.objects.all()}
-    capacity = {
-        it.name: {r: v * (it.n or 0) for r, v in it.capacity().items()}
-        for it in InstanceType.objects.annotate(n=Sum("node_groups__node_count"))
-    }
-    covered: dict[str, dict[str, float]] = {}
-    for status in statuses.values():
-        for it_name, res in status.quota.items():
-            for r, v in res.items():
-                covered.setdefault(it_name, {}).setdefault(r, 0.0)
-                covered[it_name][r] += v
     panels = []
     for team in teams:
         status = statuses.get(team.name)
@@ -224,39 +213,11 @@ def team_panels(teams) -> list[dict]:
                     "quota": status.quota.get(it_name, {}),
                     "usage": status.usage.get(it_name, {}),
                     "borrowed": status.borrowed.get(it_name, {}),
-                    "borrowable": _borrowable(team, it_name, status, statuses, all_teams, capacity, covered),
+                    "borrowable": status.borrowable.get(it_name, {}),
                 }
             )
         panels.append({"team": team, "rows": rows, "pending": status.pending})
     return panels
-
-
-def _borrowable(team, it_name, status, statuses, all_teams, capacity, covered) -> dict[str, float]:
-    """Idle quota lent by the cohort (plus capacity no quota covers), capped by the team's borrowing limit."""
-    if team.sharing != "LendAndBorrow" or not team.cohort:
-        return {}
-    pool: dict[str, float] = {}
-    for r, total in capacity.get(it_name, {}).items():
-        pool[r] = max(0.0, total - covered.get(it_name, {}).get(r, 0.0))
-    for name, other in statuses.items():
-        peer = all_teams.get(name)
-        if name == team.name or peer is None or peer.cohort != team.cohort or peer.sharing == "DontLend":
-            continue
-        for r, q in other.quota.get(it_name, {}).items():
-            pool[r] = pool.get(r, 0.0) + max(0.0, q - other.usage.get(it_name, {}).get(r, 0.0))
-    for name, other in statuses.items():  # what is already borrowed (by anyone, this team too) is gone
-        peer = all_teams.get(name)
-        if peer is not None and peer.cohort == team.cohort:
-            for r, v in other.borrowed.get(it_name, {}).items():
-                pool[r] = pool.get(r, 0.0) - v
-    limit = (status.borrowing_limit or {}).get(it_name) if status.borrowing_limit is not None else None
-    out = {}
-    for r, v in pool.items():
-        room = max(0.0, v)
-        if limit is not None and r in limit:
-            room = min(room, max(0.0, limit[r] - status.borrowed.get(it_name, {}).get(r, 0.0)))
-        out[r] = room
-    return out
 
 
 def admission_runs(limit: int | None = 100):

@@ -17,8 +17,20 @@ class JobSubmitSerializer(serializers.Serializer):
         help_text="omit or null: any type the team has quota on",
     )
     accelerators = serializers.IntegerField(min_value=0, default=0, help_text="per pod")
-    vcpus = serializers.FloatField(min_value=0, default=0, help_text="per pod")
-    memory_gib = serializers.FloatField(min_value=0, default=0, help_text="per pod")
+    vcpus = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="per pod; omit for the proportional default",
+    )
+    memory_gib = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="per pod; omit for the proportional default",
+    )
     pods = serializers.IntegerField(min_value=1, default=1)
     priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True)
     command = serializers.CharField(required=False, allow_blank=True, default="")
@@ -59,17 +71,24 @@ class JobDetailSerializer(JobSerializer):
         fields = JobSerializer.Meta.fields + ["events", "queue_position", "estimated_start"]
         read_only_fields = fields
 
-    def get_queue_position(self, job) -> dict | None:
-        from scheduling.selectors import queue_place
+    def _plan(self, job):
+        from scheduling.selectors import job_plan
 
-        place = queue_place(job)
+        cache = self.context.setdefault("_plans", {})
+        if job.pk not in cache:
+            cache[job.pk] = job_plan(job)
+        return cache[job.pk]
+
+    def get_queue_position(self, job) -> dict | None:
+        place = self._plan(job).place
         return place.__dict__ if place else None
 
     def get_estimated_start(self, job) -> dict | None:
-        from scheduling.selectors import estimated_start
-
-        estimate = estimated_start(job)
-        return {"at": estimate.at, "note": estimate.note, "method": estimate.method} if estimate else None
+        """From the engine's plan: kind "reserved" (a team's head: its reservation) or "estimate"."""
+        e = self._plan(job).estimate
+        if e is None:
+            return None
+        return {"at": e.at, "kind": e.kind, "waits_for": e.waits_for, "note": e.note, "method": e.method}
 
 
 class AdmissionRunSerializer(serializers.ModelSerializer):

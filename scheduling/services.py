@@ -15,6 +15,7 @@ from django.db.models import Exists, OuterRef, Sum
 from django.utils import timezone
 
 from quotas.models import InstanceType, PriorityClass, Team, k8s_name_validator
+from scheduling import engine
 from scheduling.loop import admission_request
 from scheduling.models import ACTIVE_STATES, FINAL_STATES, Job, JobEvent, JobState
 
@@ -37,8 +38,8 @@ class JobRequest:
     image: str
     instance_type: str | None = None  # None or "" = any type the team has quota on
     accelerators: int = 0
-    vcpus: float = 0
-    memory_gib: float = 0
+    vcpus: float | None = None  # None = the instance type's proportional default per pod
+    memory_gib: float | None = None
     pods: int = 1
     priority_class: str | None = None
     command: str = ""
@@ -96,10 +97,34 @@ def _resolve(request: JobRequest, user):
     if not (request.image or "").strip():
         err("image", "give the container image to run, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
 
+    _fill_defaults(request, team, instance_type, types)
     _check_sizes(request, instance_type, types, err)
     if errors:
         raise ValidationError(errors)
     return team, instance_type, priority_class
+
+
+def _fill_defaults(request: JobRequest, team, instance_type, types: list[InstanceType]) -> None:
+    """vCPUs and memory not given get the proportional per-pod default of the instance type the job asks for
+    (else the first its team has quota on): the engine's own function, as the allocation editor uses.
+    1 of a p5.48xlarge's 8 GPUs gives 24 vCPUs and 256 GiB. Never 0 when accelerators are asked for."""
+    if request.vcpus is not None and request.memory_gib is not None:
+        return
+    it = instance_type
+    if it is None:
+        first = team.allocations.order_by("pk").values_list("instance_type_id", flat=True).first() if team else None
+        it = next((t for t in types if t.pk == first), None) or next(iter(types), None)
+    given = {}
+    if it is not None and request.accelerators and it.accelerator_key:
+        given[it.accelerator_key] = request.accelerators
+    for resource, value in (("cpu", request.vcpus), ("memory", request.memory_gib)):
+        if value is not None:
+            given[resource] = value
+    filled = engine.proportional_defaults(it.capacity(), given) if it is not None and given else {}
+    if request.vcpus is None:
+        request.vcpus = round(filled.get("cpu", 0.0), 3)
+    if request.memory_gib is None:
+        request.memory_gib = round(filled.get("memory", 0.0), 3)
 
 
 def _check_sizes(request: JobRequest, instance_type, types: list[InstanceType], err) -> None:

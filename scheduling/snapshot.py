@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db.models import Min, Sum
 from django.utils import timezone
 
@@ -47,7 +48,19 @@ def engine_teams() -> list[engine.Team]:
 
 def engine_policy() -> engine.Policy:
     policy = ClusterPolicy.load()
-    return engine.Policy(task_prioritization=policy.task_prioritization, idle_compute=policy.idle_compute)
+    return engine.Policy(
+        task_prioritization=policy.task_prioritization, idle_compute=policy.idle_compute, backfill=policy.backfill
+    )
+
+
+def expected_runtime_s(job) -> float | None:
+    """Real seconds a job (a Job or a JobRow) is expected to run: what the engine's plan supposes. The simulated
+    cluster runs jobs SIMULATED_TIME_SCALE faster than their expected duration."""
+    if settings.CLUSTER_BACKEND == "simulated":
+        from scheduling.backends.simulated import runtime_s
+
+        return runtime_s(job)
+    return float(job.expected_duration_s) if job.expected_duration_s else None
 
 
 def job_workload(job: Job, *, lowest: int) -> engine.Workload:
@@ -63,6 +76,7 @@ def job_workload(job: Job, *, lowest: int) -> engine.Workload:
         running_on=job.assigned_instance_type.name if active and job.assigned_instance_type_id else None,
         nodes=list(job.placement) if active and job.placement else None,
         admitted_at=job.admitted_at.timestamp() if active and job.admitted_at else None,
+        duration=expected_runtime_s(job),
     )
 
 
@@ -99,6 +113,7 @@ def snapshot_from_jobs(jobs: list[Job], *, now: datetime) -> engine.Snapshot:
 ROW_FIELDS = (
     "pk", "name", "state", "reason", "team_id", "accelerators", "vcpus", "memory_gib", "pods", "priority_class_id",
     "submitted_at", "instance_type_id", "assigned_instance_type_id", "placement", "admitted_at",
+    "expected_duration_s",
 )  # fmt: skip
 
 
@@ -121,6 +136,7 @@ class JobRow:
     assigned_instance_type_id: int | None
     placement: list | None
     admitted_at: datetime | None
+    expected_duration_s: int | None
     team_name: str = ""
 
 
@@ -165,6 +181,7 @@ def snapshot_from_rows(rows: list[JobRow], *, now: datetime) -> engine.Snapshot:
                 running_on=assigned.name if active and assigned else None,
                 nodes=list(row.placement) if active and row.placement else None,
                 admitted_at=row.admitted_at.timestamp() if active and row.admitted_at else None,
+                duration=expected_runtime_s(row),
             )
         )
     return engine.Snapshot(

@@ -18,6 +18,7 @@ class TeamStanding:
     lent: dict = field(default_factory=dict)
     fair_share: dict = field(default_factory=dict)
     pending: int = 0
+    borrowable: dict = field(default_factory=dict)
 
 
 def team_statuses(*, now=None) -> dict[str, TeamStanding]:
@@ -41,6 +42,7 @@ def team_statuses(*, now=None) -> dict[str, TeamStanding]:
             lent=status.lent,
             fair_share=wanted.fair_share,
             pending=pending[name],
+            borrowable=status.borrowable,
         )
     return out
 

@@ -111,11 +111,12 @@ def _job_or_404(request, pk):
 
 
 def _status_context(request, job):
+    plan = selectors.job_plan(job)
     return {
         "job": job,
         "events": selectors.job_events(job),
-        "place": selectors.queue_place(job),
-        "estimate": selectors.estimated_start(job),
+        "place": plan.place,
+        "estimate": plan.estimate,
         "expected_end": selectors.expected_end(job),
         "can_change": services.can_change(request.user, job),
     }

@@ -57,8 +57,8 @@ from .model import (
     TeamStatus,
     Workload,
 )
-from .queues import PENDING, RUNNING
 from .plans import plans
+from .queues import PENDING, RUNNING
 from .quota import proportional_defaults, resolve_quota
 from .scenario import ScenarioError
 from .simulator import resources_of, simulate_scenario
@@ -138,7 +138,7 @@ def _reasons(s) -> dict[str, str]:
     out = {}
     for job in s.jobs.values():
         if job.state == PENDING:
-            key = (job.team.name, job.sig)
+            key = (job.team.name, job.sig, job.team.queue.first() is job)
             if key not in memo:
                 memo[key] = explain(s, job)
             out[job.name] = memo[key]

@@ -19,8 +19,7 @@ from .queues import FINISHED, PENDING, RUNNING, Job, TeamQueue
 from .quota import EPS, FITS, INF, QuotaBook, TeamBook
 from .reservations import Extra, Plan, Planner, Timeline, end_of, planning_key
 
-
-MAX_PLANNED_HEADS = 32  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
+MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
 class TeamState:
@@ -372,7 +371,10 @@ class Scheduler:
         if not crossed:
             self._trials[job] = (self.scope_version.get(scope, 0), base)
             return None
-        if all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
+        # Without nodes a plan depends on the quota book alone, so holds that still fit stay the plan; with
+        # nodes a fresh plan may place heads differently, so only a trial plan can tell.
+        quota_only = self.pools[f] is None
+        if quota_only and all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
             self._trials[job] = (self.scope_version.get(scope, 0), base)
             return None
         heads = [h for h in base.heads if h is not job]
@@ -389,6 +391,7 @@ class Scheduler:
         if last + 1 == len(heads):
             self._trials[job] = (self.scope_version.get(scope, 0), trial)
         return None
+
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
         if self.fair:
             return (dominant_share(self.book, team.book, plan[0], job.total), job.key)

@@ -28,14 +28,48 @@ def unit(resource: str) -> str:
     return {"gpu": "GPU", "cpu": "vCPU", "memory": "GiB"}.get(resource, resource)
 
 
+def label(job: Job) -> str:
+    """How a reason names a workload: "job #42" for the portal's numbered jobs, "job big" in scenarios."""
+    return f"job #{job.name}" if job.name.isdigit() else f"job {job.name}"
+
+
+def in_words(seconds: float) -> str:
+    if seconds < 1:
+        return "now"
+    if seconds < 90:
+        return f"in {number(round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"in {minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"in {hours} h {minutes} min" if minutes else f"in {hours} h"
+
+
 def explain(s: Scheduler, job: Job) -> str:
     flavors = s.flavors_for(job)
     if not flavors:
         return f"{job.team.name} has no quota on any instance type; name an instance_type to borrow on"
     reasons = [_on_flavor(s, job, f) for f in flavors]
     if len(reasons) == 1:
-        return reasons[0]
-    return "; ".join(f"on {s.flavor_names[f]}: {reason}" for f, reason in zip(flavors, reasons, strict=True))
+        text = reasons[0]
+    else:
+        text = "; ".join(f"on {s.flavor_names[f]}: {reason}" for f, reason in zip(flavors, reasons, strict=True))
+    return text + _reservation_note(s, job)
+
+
+def _reservation_note(s: Scheduler, job: Job) -> str:
+    """A team's head: its reservation, or why it has none."""
+    if not s.backfill or job.team.queue.first() is not job:
+        return ""
+    hold = s.current_plan(s.scope(job.team)).holds.get(job)
+    if hold is None:
+        return ""
+    waits = hold.waits_for
+    when = ""
+    if waits:
+        names = ", ".join(label(w).removeprefix("job ") for w in waits[:3]) + (" ..." if len(waits) > 3 else "")
+        when = f", when job{'s' if len(waits) > 1 else ''} {names} end{'s' if len(waits) == 1 else ''}"
+    return f"; reserved: starts {in_words(hold.start - s.now)} on {s.flavor_names[hold.f]}{when}"
 
 
 def _on_flavor(s: Scheduler, job: Job, f: int) -> str:
@@ -49,7 +83,19 @@ def _on_flavor(s: Scheduler, job: Job, f: int) -> str:
         return _capacity(s, job, f) + _preemption_note(s, job, f, code)
     pool = s.pools[f]
     if pool is not None and code == FITS:
-        return _placement(s, job, f) + _preemption_note(s, job, f, code)
+        nodes = pool.place(job.per_pod, job.nz, job.pods)
+        if nodes is None:
+            return _placement(s, job, f) + _preemption_note(s, job, f, code)
+    else:
+        nodes = None
+    blocker = s.reservation_blocker(job, (f, nodes, False, ())) if code == FITS else None
+    if blocker is not None:
+        hold = s.current_plan(s.scope(blocker.team)).holds.get(blocker)
+        at = f" (it starts {in_words(hold.start - s.now)})" if hold is not None else ""
+        return (
+            f"fits now, but would delay {label(blocker)}'s reservation{at}; "
+            f"waits behind {label(blocker)} of {blocker.team.name}"
+        )
     return "admissible now; waits for the next scheduling pass"
 
 
@@ -68,17 +114,17 @@ def _team_limit(s: Scheduler, job: Job, f: int) -> str:
     r = _first(s, job, f, lambda r: book.usage[f][r] + job.total[r] > book.limit[f][r] + EPS)
     res = s.resources[r]
     used, nominal, limit = book.usage[f][r], book.nominal[f][r], book.borrow_limit[f][r]
+    need = number(job.total[r])
     head = f"{_needs(s, job, f, r)}; {book.name} uses {number(used)} of its {number(nominal)}-{unit(res)} quota"
     if not book.may_borrow:
         why = "it has no cohort" if book.cohort is None else f"sharing is {book.team.sharing}"
-        tail = f" and does not borrow ({why})"
+        tail = f": {number(used)} in use + {need} > {number(nominal)} quota, and it does not borrow ({why})"
     else:
-        more = max(0.0, limit - max(0.0, used - nominal))
         if book.team.borrowing_limit and res in book.team.borrowing_limit.get(s.flavor_names[f], {}):
-            why = f"borrowing limit {number(limit)}"
+            why = "borrowing limit"
         else:
-            why = f"borrow limit {number(book.team.borrow_limit_pct)}%"
-        tail = f" and may borrow {number(more)} more ({why})"
+            why = f"borrow limit ({number(book.team.borrow_limit_pct)}%)"
+        tail = f": {number(used)} in use + {need} > {number(nominal)} quota + {number(limit)} {why}"
     if job.total[r] > book.limit[f][r] + EPS:
         tail += "; it can never fit as the quota stands"
     return head + tail
@@ -130,9 +176,16 @@ def _placement(s: Scheduler, job: Job, f: int) -> str:
         return f"quota allows it, but no node has {free} (the largest gap is {number(gap)})"
     fit = pool.fits_count(job.per_pod, job.nz)
     return (
-        f"quota allows it, but its {job.pods} pods of {amount(job.per_pod[r], res)} need a node each and "
-        f"only {fit} fit on the free {s.flavor_names[f]} nodes (the largest gap is {number(gap)})"
+        f"quota allows it, but it needs {job.pods} pods with {amount(job.per_pod[r], res, 'free')} each on "
+        f"{s.flavor_names[f]} nodes; only {fit} fit now (the largest gap is {number(gap)})"
     )
+
+
+def _key_resource(s: Scheduler, job: Job) -> int:
+    """The resource a job is counted in: its first accelerator, else vCPUs, else whatever it asks for."""
+    accelerators = [r for r in job.nz if s.resources[r] not in ("cpu", "memory")]
+    cpu = [r for r in job.nz if s.resources[r] == "cpu"]
+    return (accelerators or cpu or list(job.nz))[0]
 
 
 def _preemption_note(s: Scheduler, job: Job, f: int, code: int) -> str:
@@ -149,5 +202,6 @@ def _preemption_note(s: Scheduler, job: Job, f: int, code: int) -> str:
             elif team.reclaim == "LowerPriority":
                 notes.append("what it lent runs work of equal or higher priority")
         elif s.fair and book.may_borrow and code == COHORT:
+            r = _key_resource(s, job)
             notes.append(f"its fair share is {amount(s.fair_share(team)[f][r], s.resources[r])}")
     return "".join("; " + note for note in notes)

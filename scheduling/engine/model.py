@@ -111,8 +111,6 @@ class TeamStatus:
     borrowable: dict[str, dict[str, float]] = field(default_factory=dict)  # room it could borrow now
 
 
-
-
 @dataclass
 class Decisions:
     admissions: list[Admission]

@@ -45,6 +45,9 @@ def find_victims(s: Scheduler, job: Job, f: int):
     if s.book.check(job.team.book, f, job.total, job.nz, everyone)[0] != FITS:
         return None  # not even evicting every candidate would make room in the quota
     candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
+    pool = s.pools[f]
+    if pool is not None and job.pods > 1:
+        candidates = _node_by_node(job, candidates, pool)
     claimant_share = dominant_share(s.book, job.team.book, f, job.total)
     trial = Trial(s, job, f)
     chosen = []
@@ -89,6 +92,40 @@ def find_victims(s: Scheduler, job: Job, f: int):
         else:
             trial.add(victim, 1)
     return chosen, trial.fits()
+
+
+def _node_by_node(job: Job, candidates: list, pool) -> list:
+    """A gang's candidates, node by node: for every node, the fewest victims (in victim order) that make room
+    for one pod there; nodes are taken cheapest first (no victim, then the lowest highest priority evicted,
+    then the fewest victims), and their victims lead the order. Evicting across every node in global victim
+    order would empty many nodes partly before any gang pod fits."""
+    per_pod, nz = job.per_pod, job.nz
+    on_node: dict[int, list] = {}
+    for candidate in candidates:
+        for node in dict.fromkeys(candidate[0].nodes or ()):
+            on_node.setdefault(node, []).append(candidate)
+    costs = []
+    for node, here in on_node.items():
+        free = list(pool.free[node])
+        prefix = []
+        for victim, reason in here:
+            if all(free[r] >= per_pod[r] - EPS for r in nz):
+                break
+            prefix.append((victim, reason))
+            share = victim.nodes.count(node)
+            for r in victim.nz:
+                free[r] += victim.per_pod[r] * share
+        if all(free[r] >= per_pod[r] - EPS for r in nz):
+            top = max((v.priority for v, _ in prefix), default=float("-inf"))
+            costs.append((top, len(prefix), node, prefix))
+    costs.sort(key=lambda c: c[:3])
+    ordered, seen = [], set()
+    for _, _, _, prefix in costs:
+        for candidate in prefix:
+            if id(candidate[0]) not in seen:
+                seen.add(id(candidate[0]))
+                ordered.append(candidate)
+    return ordered + [c for c in candidates if id(c[0]) not in seen]
 
 
 def _reclaimer_within_nominal(s: Scheduler, job: Job, f: int, chosen) -> bool:

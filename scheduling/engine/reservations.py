@@ -85,7 +85,9 @@ class Planner:
         if extra is not None:
             held.put(extra.job, extra.f, extra.nodes, 1)
             if extra.end != INF:
-                ends.setdefault(extra.f, []).append((max(extra.end, now), RELEASE, extra.job.seq, extra.job, extra.nodes))
+                ends.setdefault(extra.f, []).append(
+                    (max(extra.end, now), RELEASE, extra.job.seq, extra.job, extra.nodes)
+                )
         try:
             for k, head in enumerate(heads):
                 best = None

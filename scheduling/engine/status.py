@@ -49,7 +49,35 @@ def team_status(s: Scheduler, team: TeamState) -> TeamStatus:
         lent=grid(_lent(s, team), lambda f, r, v: v > EPS),
         fair_share=grid(s.fair_share(team), lambda f, r, v: v > EPS or named(f, r)),
         pending=team.queue.size,
+        borrowable=grid(borrowable(s, team), lambda f, r, v: v > EPS or named(f, r)),
     )
+
+
+def idle_to_lend(s: Scheduler, team: TeamState, f: int, r: int) -> float:
+    """What the team's cohort has idle to lend on flavor f, resource r (its lendable quota plus uncovered
+    capacity, less what members draw and what other cohorts draw of the uncovered part)."""
+    cohort = team.book.cohort
+    if cohort is None:
+        return 0.0
+    others = max(0.0, s.book.excess_total[f][r] - cohort.excess[f][r])
+    return max(0.0, s.book.pool(cohort, f, r) - cohort.draw[f][r] - others)
+
+
+def borrowable(s: Scheduler, team: TeamState) -> list[list[float]]:
+    """Room the team could borrow now beyond its nominal quota: its remaining borrowing limit, capped by
+    what its cohort has idle to lend. The figure the submit form shows beside the quota."""
+    book = team.book
+    out = [[0.0] * len(s.resources) for _ in s.flavor_names]
+    if not book.may_borrow:
+        return out
+    for f, row in enumerate(out):
+        for r in range(len(row)):
+            usage, nominal = book.usage[f][r], book.nominal[f][r]
+            left = book.borrow_limit[f][r] - max(0.0, usage - nominal)
+            # reaching its own nominal quota first draws the team's own lendable part from the pool
+            own = max(0.0, nominal - max(usage, book.guaranteed[f][r]))
+            row[r] = max(0.0, min(left, idle_to_lend(s, team, f, r) - own))
+    return out
 
 
 def _lent(s: Scheduler, team: TeamState) -> list[list[float]]:

@@ -78,7 +78,7 @@ def test_reason_names_the_borrow_limit():
     running = [work(f"r{i}", "a", gpu=1, running_on="p5", admitted_at=0) for i in range(6)]
     snap = Snapshot([InstanceType("p5", dict(P5), None)], teams, running + [work("big", "a", gpu=8)])
     reason = decide(snap).reasons["big"]
-    assert reason == ("needs 8 GPUs of p5; a uses 6 of its 8-GPU quota and may borrow 4 more (borrow limit 50%)")
+    assert reason == "needs 8 GPUs of p5; a uses 6 of its 8-GPU quota: 6 in use + 8 > 8 quota + 4 borrow limit (50%)"
 
 
 def test_quota_above_capacity_waits_with_a_reason():
@@ -181,7 +181,7 @@ def test_absolute_lending_and_borrowing_limits():
     decisions = decide(Snapshot(types, teams, [work(f"w{i}", "b", instance_type="p5") for i in range(5)]))
     assert len(decisions.admissions) == 2
     assert decisions.teams["b"].borrowing_limit == {"p5": {"gpu": 2}}
-    assert "borrowing limit 2" in decisions.reasons["w2"]
+    assert "2 in use + 1 > 0 quota + 2 borrowing limit" in decisions.reasons["w2"]
 
 
 def test_fair_share_splits_the_idle_pool_by_weight_and_weight_zero_takes_leftovers():

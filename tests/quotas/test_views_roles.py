@@ -81,7 +81,7 @@ POST_CASES = [
         },
     ),
     ("quotas:allocations", "team", {"t{type}-accelerators": "4", "t{type}-accelerators_src": "set"}),
-    ("quotas:policy", None, {"task_prioritization": "task-ranking", "idle_compute": "fcfs"}),
+    ("quotas:policy", None, {"task_prioritization": "task-ranking", "idle_compute": "fcfs", "backfill": "none"}),
 ]
 
 

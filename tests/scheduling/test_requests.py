@@ -121,3 +121,15 @@ def test_resubmit_prefills_the_form_and_links_the_clone(world, submit, team_a, c
     )
     assert response.status_code == 302
     assert Job.objects.get(name="second-try").cloned_from == original
+
+
+def test_api_submit_without_vcpus_or_memory_gets_the_proportional_default(world, api_for):
+    """1 of a p5.48xlarge's 8 GPUs per pod: 24 of 192 vCPUs and 256 of 2048 GiB, the allocation editor's rule."""
+    body = {k: v for k, v in GOOD.items() if k not in ("vcpus", "memory_gib")}
+    response = api_for(world).post("/api/jobs/", {**body, "accelerators": 1}, format="json")
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert (job.vcpus, job.memory_gib) == (24, 256)
+    given = api_for(world).post("/api/jobs/", {**body, "name": "given", "accelerators": 1, "vcpus": 10}, format="json")
+    job = Job.objects.get(pk=given.json()["id"])
+    assert (job.vcpus, job.memory_gib) == (10, 256)

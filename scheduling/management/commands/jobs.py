@@ -38,8 +38,8 @@ class Command(BaseCommand):
         submit.add_argument("--image", required=True)
         submit.add_argument("--instance-type", default=None, help="default: any type the team has quota on")
         submit.add_argument("--accelerators", type=int, default=0, help="per pod")
-        submit.add_argument("--vcpus", type=float, default=0, help="per pod")
-        submit.add_argument("--memory", type=float, default=0, help="GiB per pod")
+        submit.add_argument("--vcpus", type=float, default=None, help="per pod (default: proportional share)")
+        submit.add_argument("--memory", type=float, default=None, help="GiB per pod (default: proportional share)")
         submit.add_argument("--pods", type=int, default=1)
         submit.add_argument("--priority-class", default=None)
         submit.add_argument("--command", default="")
@@ -50,6 +50,9 @@ class Command(BaseCommand):
         listing.add_argument("--state", action="append", help="repeat for several states")
         listing.add_argument("--mine", action="store_true")
         listing.add_argument("--limit", type=int, default=50)
+        listing.add_argument(
+            "--start", action="store_true", help="waiting jobs in the scheduler's order with their start times"
+        )
         show = sub.add_parser("show", help="one job with its timeline")
         show.add_argument("--user", required=True)
         show.add_argument("job_id")
@@ -87,7 +90,17 @@ class Command(BaseCommand):
         job = services.job_submit(user=user, request=request)
         self.stdout.write(f"submitted job #{job.pk} {job.name} to {job.team.name} (pending)")
 
+    def do_start(self, user, o):
+        fmt = "{:>7}  {:>5}  {:<24} {:<16} {:<9} {:<20} {}"
+        self.stdout.write(fmt.format("JOBID", "RANK", "NAME", "TEAM", "KIND", "START", "WHY"))
+        for row in selectors.queue_starts(user, limit=o["limit"]):
+            job, e = row.job, row.estimate
+            at = e.at.strftime("%Y-%m-%d %H:%M:%S") if e.at else "unknown"
+            self.stdout.write(fmt.format(job.pk, row.rank, job.name[:24], job.team.name[:16], e.kind, at, e.note))
+
     def do_list(self, user, o):
+        if o.get("start"):
+            return self.do_start(user, o)
         data = QueryDict(mutable=True)
         for key in ("team",):
             if o.get(key):
@@ -117,16 +130,18 @@ class Command(BaseCommand):
         job = services.job_for_user(user=user, pk=o["job_id"])
         self.stdout.write(f"job #{job.pk} {job.name}  team {job.team.name}  by {job.submitted_by.username}")
         self.stdout.write(f"state: {job.state}  reason: {job.reason}")
-        place = selectors.queue_place(job)
+        plan = selectors.job_plan(job)
+        place = plan.place
         if place:
             self.stdout.write(
                 f"queue: {place.in_team} of {place.team_queued} in team, "
                 f"{place.in_cluster} of {place.cluster_queued} in cluster"
             )
-        estimate = selectors.estimated_start(job)
+        estimate = plan.estimate
         if estimate:
             when = estimate.at.isoformat(timespec="seconds") if estimate.at else "unknown"
-            self.stdout.write(f"estimated start: {when} ({estimate.note})")
+            label = "reserved start" if estimate.kind == "reserved" else "estimated start"
+            self.stdout.write(f"{label}: {when} ({estimate.note})")
         for event in job.events.all():
             self.stdout.write(
                 f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state or '-':>9} -> {event.to_state:<9} {event.reason}"

@@ -11,10 +11,11 @@ from portal.navigation import ENTRIES
 pytestmark = pytest.mark.django_db
 
 EXPECTED = {
-    "admin": ["Home", "Jobs", "Submit", "Teams", "Usage", "Reports", "Alerts", "Cluster", "Policy", "Loop",
-              "Kubernetes"],
-    "manager": ["Home", "Jobs", "Teams", "Usage", "Reports", "Alerts", "Cluster", "Policy", "Kubernetes"],
-    "scientist": ["Home", "Jobs", "Submit", "Teams", "Usage", "Reports", "Cluster", "Policy"],
+    "admin": ["Home", "Jobs", "Submit", "Teams", "Usage", "Reports", "Requests", "What-if", "Alerts", "Cluster",
+              "Policy", "Loop", "Kubernetes"],
+    "manager": ["Home", "Jobs", "Teams", "Usage", "Reports", "Requests", "What-if", "Alerts", "Cluster", "Policy",
+                "Kubernetes"],
+    "scientist": ["Home", "Jobs", "Submit", "Teams", "Usage", "Reports", "Requests", "Cluster", "Policy"],
 }  # fmt: skip
 
 

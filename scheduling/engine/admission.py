@@ -216,9 +216,9 @@ class Scheduler:
         """
         self.now = now
         start = len(self.log)
-        for _ in range(4):
+        while True:  # each retry protects more running work, so this ends
             self._settle_once(start)
-            wasted = self._wasted(start)
+            wasted = self._wasted(start) - self.protected
             if not wasted:
                 break
             self._undo(start)
@@ -227,8 +227,14 @@ class Scheduler:
         self.protected = set()
 
     def _wasted(self, start: int) -> set[Job]:
-        evicted = {entry[1] for entry in self.log[start:] if entry[0] == "preempted"}
-        return {job for job in evicted if job.state == RUNNING}
+        """Workloads evicted and then admitted again within this settle."""
+        evicted, wasted = set(), set()
+        for entry in self.log[start:]:
+            if entry[0] == "preempted":
+                evicted.add(entry[1])
+            elif entry[1] in evicted:
+                wasted.add(entry[1])
+        return wasted
 
     def _undo(self, start: int) -> None:
         """Take back what the log records since `start`, newest first, restoring the exact earlier state."""

@@ -131,3 +131,16 @@ def test_without_reservations_the_gang_can_starve_and_with_them_it_cannot():
     served = simulate_scenario({**base, "policy": {"backfill": "reserve"}})["workloads"]["gang"]
     assert starved["state"] == "pending"
     assert served["state"] in ("running", "finished") and served["admitted_at"] <= 60
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams())
+def test_no_eviction_is_undone_at_the_same_instant(data):
+    """A workload evicted and readmitted within one settle would restart for nothing: it never happens."""
+    data["until"] = 200
+    evicted = set()
+    for event in simulate_scenario(data)["events"]:
+        if event["type"] == "preempted":
+            evicted.add((event["t"], event["workload"]))
+        elif event["type"] == "admitted":
+            assert (event["t"], event["workload"]) not in evicted, event

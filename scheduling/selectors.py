@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 from scheduling import engine

@@ -113,3 +113,13 @@ def test_the_job_report_reads_its_jobs_a_chunk_at_a_time(many_jobs):
     next(rows)
     assert pulled == 10  # not the 120 a list() would have read
     assert len(list(rows)) == 119
+
+
+def test_exports_read_jobs_newest_first_across_chunk_boundaries(many_jobs):
+    from scheduling.selectors import newest_first_in_chunks
+
+    same_time = timezone.now() - timedelta(days=1)
+    Job.objects.filter(pk__in=[j.pk for j in many_jobs[:30]]).update(submitted_at=same_time)  # ties on the key
+    read = [job.pk for job in newest_first_in_chunks(Job.objects.all(), size=7)]
+    expected = list(Job.objects.order_by("-submitted_at", "-id").values_list("pk", flat=True))
+    assert read == expected and len(read) == 120

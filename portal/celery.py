@@ -60,6 +60,7 @@ def _beat_schedule(sender, **kwargs):
         "usage-sample": ("scheduling.usage.tasks.usage_sample", settings.USAGE_SAMPLE_SECONDS),
         "usage-rollup": ("scheduling.usage.tasks.usage_rollup", 300.0),
         "usage-prune": ("scheduling.usage.tasks.usage_prune", 3600.0),
+        "usage-digests": ("scheduling.usage.tasks.usage_digests", 900.0),
         "alerts": ("scheduling.usage.tasks.alerts_evaluate", 60.0),
         "inventory-sync": ("scheduling.kube.tasks.inventory_sync", 300.0),
         "kueue-status": ("scheduling.kube.tasks.workload_status_sync", 15.0),

@@ -1,8 +1,10 @@
 """Selectors for the home pages: what each role sees first."""
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.db.models import Count, Sum
+from django.urls import reverse
 from django.utils import timezone
 
 from quotas.models import InstanceType, NodeGroup, Team, User
@@ -39,13 +41,32 @@ def job_counts(queryset):
     return out
 
 
+def job_tiles(counts: dict) -> list[dict]:
+    """The job-count tiles, each linking to the jobs it counts (the preemption tile to the usage page's
+    preemption chart over the same 24 hours)."""
+    jobs = reverse("jobs:job-list")
+    tiles = []
+    for label, n in counts.items():
+        if label in JobState.values:
+            url = f"{jobs}?{urlencode({'state': label, 'mine': 'false'})}"
+        else:
+            url = f"{reverse('usage:dashboard')}?range=24h#chart-preemptions"
+        tiles.append({"label": label, "n": n, "url": url, "key": label.split(" ")[0]})
+    return tiles
+
+
+def _jobs(queryset) -> dict:
+    counts = job_counts(queryset)
+    return {"job_counts": counts, "job_tiles": job_tiles(counts)}
+
+
 def admin_home():
     return {
         "capacity": cluster_capacity(),
         "node_groups": NodeGroup.objects.count(),
-        "teams": Team.objects.annotate(member_count=Count("members")).order_by("name"),
+        "teams": Team.objects.annotate(member_count=Count("members", distinct=True)).order_by("name"),
         "users_by_role": dict(User.objects.values_list("role").annotate(n=Count("id")).order_by()),
-        "job_counts": job_counts(Job.objects.all()),
+        **_jobs(Job.objects.all()),
         "recent_runs": AdmissionRun.objects.all()[:5],
     }
 
@@ -53,8 +74,11 @@ def admin_home():
 def manager_home():
     return {
         "capacity": cluster_capacity(),
-        "teams": Team.objects.annotate(member_count=Count("members"), job_count=Count("jobs")).order_by("name"),
-        "job_counts": job_counts(Job.objects.all()),
+        # distinct: two joins in one query multiply each other (members x jobs) without it
+        "teams": Team.objects.annotate(
+            member_count=Count("members", distinct=True), job_count=Count("jobs", distinct=True)
+        ).order_by("name"),
+        **_jobs(Job.objects.all()),
     }
 
 
@@ -64,5 +88,5 @@ def scientist_home(user):
     return {
         "teams": teams,
         "my_jobs": jobs.filter(submitted_by=user)[:10],
-        "job_counts": job_counts(jobs),
+        **_jobs(jobs),
     }

@@ -1,34 +1,32 @@
-"""The navigation bar, by role. Entries whose URL name does not exist yet are left out."""
+"""The navigation bar: exactly the pages the user's role may open (quotas.roles decides; the pages check the
+same abilities on the server). Entries whose URL name does not exist are left out."""
 
 from django.urls import NoReverseMatch, reverse
 
-# (label, url name, who sees it: "all" | "admin" | "reader" (admin+manager))
+from quotas.roles import may
+
+# (label, url name, ability)
 ENTRIES = [
-    ("Home", "home", "all"),
-    ("Jobs", "jobs:job-list", "all"),
-    ("Submit", "jobs:job-submit", "all"),
-    ("Teams", "quotas:team-list", "all"),
-    ("Cluster", "quotas:cluster", "reader"),
-    ("Policy", "quotas:policy", "reader"),
-    ("Usage", "usage:dashboard", "reader"),
-    ("Reports", "usage:reports", "reader"),
-    ("Requests", "whatif:request-list", "all"),
-    ("What-if", "whatif:replay-list", "reader"),
-    ("Alerts", "usage:alerts", "admin"),
-    ("Loop", "jobs:admission-runs", "admin"),
-    ("Kubernetes", "kube:inventory", "admin"),
+    ("Home", "home", "read_jobs"),
+    ("Jobs", "jobs:job-list", "read_jobs"),
+    ("Submit", "jobs:job-submit", "submit_jobs"),
+    ("Teams", "quotas:team-list", "read_teams"),
+    ("Usage", "usage:dashboard", "read_usage"),
+    ("Reports", "usage:reports", "read_reports"),
+    ("Requests", "whatif:request-list", "read_quota_requests"),
+    ("What-if", "whatif:replay-list", "read_whatif"),
+    ("Alerts", "usage:alerts", "read_alerts"),
+    ("Cluster", "quotas:cluster", "read_cluster"),
+    ("Policy", "quotas:policy", "read_policy"),
+    ("Loop", "jobs:admission-runs", "read_admission_runs"),
+    ("Kubernetes", "kube:inventory", "read_kubernetes"),
 ]
 
 
 def entries_for(user):
-    allowed = {"all"}
-    if user.is_portal_admin:
-        allowed |= {"admin", "reader"}
-    elif user.is_manager:
-        allowed |= {"reader"}
     out = []
-    for label, name, who in ENTRIES:
-        if who not in allowed:
+    for label, name, ability in ENTRIES:
+        if not may(user, ability):
             continue
         try:
             out.append({"label": label, "url": reverse(name), "name": name})

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",  # Content-Security-Policy header and per-request nonces
     "axes",  # login throttling (failed attempts per user and per address)
+    "django_tables2",
     "quotas",
     "scheduling",
     "scheduling.usage",
@@ -223,6 +224,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # No request leaves the site: Swagger UI would ask an outside validator for a badge, ReDoc for fonts.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "REDOC_UI_SETTINGS": {
+        "theme": {
+            "typography": {"fontFamily": "system-ui, sans-serif", "headings": {"fontFamily": "system-ui, sans-serif"}}
+        }
+    },
     "COMPONENT_SPLIT_REQUEST": True,
     # One enum per choice set used by several fields (job state, from/to state of its events).
     "ENUM_NAME_OVERRIDES": {"JobStateEnum": "scheduling.models.JobState"},
@@ -248,6 +256,7 @@ else:
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),  # kombu's default is ./control in the working directory
         "store_processed": False,
     }
 # Rendered chart pages and the admission loop's flags: shared across processes through Redis when there is
@@ -293,7 +302,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"expected_forbidden": {"()": "portal.logging.ExpectedForbidden"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
+        "django.request": {"filters": ["expected_forbidden"]},
+    },
 }

@@ -87,6 +87,28 @@ def headline(totals: dict[str, float]) -> list[tuple[str, float]]:
     return accel or ([("vCPU", totals["cpu"])] if "cpu" in totals else [])
 
 
+def use_percentages(quota: dict[str, float], usage: dict[str, float]) -> list[dict]:
+    """In use as % of quota, one entry per resource (GPUs and Neuron devices are never added together; vCPUs
+    only for a team without accelerators). Without quota in a resource the percentage is None: what the team
+    uses there is all borrowed, which no percentage of nothing describes."""
+    resources = [r for r in ("gpu", "neuron") if quota.get(r) or usage.get(r)] or [
+        r for r in ("cpu",) if quota.get(r) or usage.get(r)
+    ]
+    out = []
+    for resource in resources:
+        q, u = quota.get(resource, 0), usage.get(resource, 0)
+        out.append(
+            {
+                "resource": resource,
+                "label": RESOURCE_LABELS[resource],
+                "used": u,
+                "quota": q,
+                "pct": round(100 * u / q) if q else None,
+            }
+        )
+    return out
+
+
 def team_list(user):
     """Teams the user may see, each with its members, allocations and standing (quota, usage, borrowed,
     lent, fair share, pending) summed over instance types. A fixed number of queries for any team count."""
@@ -107,14 +129,15 @@ def team_list(user):
             per_type = getattr(standing, metric, {}) if standing else {}
             totals = _accelerator_totals(per_type, {})
             metrics[metric] = headline(totals)
-        quota_acc = sum(v for _, v in metrics["quota"])
-        usage_acc = sum(v for _, v in metrics["usage"])
         rows.append(
             {
                 "team": team,
                 "metrics": metrics,
                 "pending": standing.pending if standing else 0,
-                "use_pct": round(100 * usage_acc / quota_acc) if quota_acc else (100 if usage_acc else 0),
+                "use": use_percentages(
+                    _accelerator_totals(standing.quota if standing else {}, {}),
+                    _accelerator_totals(standing.usage if standing else {}, {}),
+                ),
                 "allocations": list(team.allocations.all()),
             }
         )

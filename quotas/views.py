@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from quotas import history, selectors, services
+from quotas import history, roles, selectors, services
 from quotas.allocation_editor import editor_rows, preview_fragments, preview_url, rows_from_post
 from quotas.forms import (
     ClusterPolicyForm,
@@ -27,8 +27,7 @@ from quotas.models import ClusterPolicy, ConfigVersion, InstanceType, NodeGroup,
 def admin_required(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        if not request.user.is_portal_admin:
-            raise PermissionDenied("only admins change the cluster's configuration")
+        roles.require(request.user, "change_configuration")
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -37,8 +36,7 @@ def admin_required(view):
 def reader_required(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        if not request.user.sees_all_teams:
-            raise PermissionDenied("admins and managers only")
+        roles.require(request.user, "read_all_teams")
         return view(request, *args, **kwargs)
 
     return wrapper

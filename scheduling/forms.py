@@ -31,6 +31,10 @@ def format_duration(seconds: int | None) -> str:
     return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v) or "0s"
 
 
+def _accelerators(it) -> str:
+    return f"{it.accelerators} {it.accelerator_kind}" if it.accelerators else "no accelerators"
+
+
 class JobForm(forms.Form):
     team = forms.ChoiceField()
     name = forms.CharField(max_length=63, help_text="lower-case letters, digits and '-', e.g. llama-finetune-3")
@@ -55,7 +59,7 @@ class JobForm(forms.Form):
         teams = Team.objects.visible_to(user) if user.is_portal_admin else user.teams.all()
         self.fields["team"].choices = [(t.name, t.name) for t in teams.order_by("name")]
         self.fields["instance_type"].choices = [("", "Any instance type")] + [
-            (it.name, f"{it.name} · {it.accelerators} {it.accelerator_kind or 'no accelerators'}, {it.vcpus} vCPUs")
+            (it.name, f"{it.name} · {_accelerators(it)}, {it.vcpus} vCPUs")
             for it in InstanceType.objects.order_by("name")
         ]
         self.fields["priority_class"].choices = [("", "None (lowest)")] + [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 from scheduling import engine
@@ -18,6 +19,23 @@ def job_list(user):
     return Job.objects.visible_to(user).select_related(
         "team", "submitted_by", "instance_type", "assigned_instance_type", "priority_class"
     )
+
+
+def newest_first_in_chunks(jobs, size: int = 500):
+    """Jobs newest first, read `size` at a time by keyset (submitted_at, id): each query starts at once on the
+    submitted_at index, where one query over every job would sort them all before the first row, and only a chunk
+    is held at a time (exports of any length stream in constant memory)."""
+    jobs = jobs.order_by("-submitted_at", "-id")
+    last = None
+    while True:
+        page = (
+            jobs if last is None else jobs.filter(Q(submitted_at__lt=last[0]) | Q(submitted_at=last[0], id__lt=last[1]))
+        )
+        chunk = list(page[:size])
+        yield from chunk
+        if len(chunk) < size:
+            return
+        last = (chunk[-1].submitted_at, chunk[-1].pk)
 
 
 def job_detail(user, pk) -> Job | None:
@@ -203,5 +221,17 @@ def team_panels(teams) -> list[dict]:
     return panels
 
 
-def admission_runs(limit: int = 100):
-    return AdmissionRun.objects.all()[:limit]
+def admission_runs(limit: int | None = 100):
+    runs = AdmissionRun.objects.all()
+    return runs if limit is None else runs[:limit]
+
+
+def admission_run_summary(last: int = 1000) -> dict:
+    """Over the latest `last` runs: how many, how many failed, and the 95th percentile of their duration."""
+    rows = list(AdmissionRun.objects.order_by("-started_at").values_list("duration_ms", "error")[:last])
+    durations = sorted(d for d, _ in rows if d is not None)
+    return {
+        "summary_runs": len(rows),
+        "failed": sum(1 for _, error in rows if error),
+        "p95": durations[int(0.95 * (len(durations) - 1))] if durations else None,
+    }

@@ -4,8 +4,7 @@ its timeline and live status, and the admission loop's recent runs for admins.""
 import csv
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
+from django.core.exceptions import ValidationError
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -13,12 +12,13 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from quotas import roles
 from quotas.models import Team
 from scheduling import selectors, services
 from scheduling.filters import JobFilter
 from scheduling.forms import JobForm, format_duration
-from scheduling.models import FINAL_STATES
 from scheduling.reasons import ReasonPresenter
+from scheduling.tables import AdmissionRunTable, JobTable, configure
 
 CSV_COLUMNS = [
     ("id", lambda j: j.pk),
@@ -59,10 +59,10 @@ def job_list(request):
     jobs = _filtered(request)
     if request.GET.get("export") == "csv":
         return _csv(jobs.qs, request.user)
-    page = Paginator(jobs.qs, 50).get_page(request.GET.get("page"))
+    table = configure(request, JobTable(jobs.qs if jobs.is_valid() else jobs.queryset.none()))
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"filter": jobs, "page": page, "query": query.urlencode(), "final_states": FINAL_STATES}
+    context = {"filter": jobs, "table": table, "query": query.urlencode()}
     template = "scheduling/_job_table.html" if request.htmx else "scheduling/job_list.html"
     return render(request, template, context)
 
@@ -74,7 +74,7 @@ def _csv(queryset, viewer):
 
     def rows():
         yield writer.writerow([name for name, _ in columns])
-        for job in queryset.iterator(chunk_size=500):
+        for job in selectors.newest_first_in_chunks(queryset):
             yield writer.writerow([value(job) for _, value in columns])
 
     response = StreamingHttpResponse(rows(), content_type="text/csv")
@@ -83,6 +83,7 @@ def _csv(queryset, viewer):
 
 
 def job_submit(request):
+    roles.require(request.user, "submit_jobs")
     initial = {}
     clone_of = None
     if request.GET.get("clone"):
@@ -160,11 +161,8 @@ def _safe_next(request) -> str:
 
 
 def admission_runs(request):
-    if not request.user.is_portal_admin:
-        raise PermissionDenied("only admins see the admission loop")
-    runs = list(selectors.admission_runs(200))
-    failed = sum(1 for r in runs if r.error)
-    durations = sorted(r.duration_ms for r in runs if r.duration_ms is not None)
-    p95 = durations[int(0.95 * (len(durations) - 1))] if durations else None
-    context = {"runs": runs, "failed": failed, "p95": p95}
+    roles.require(request.user, "read_admission_runs")
+    summary = selectors.admission_run_summary()
+    table = configure(request, AdmissionRunTable(selectors.admission_runs(None)))
+    context = {"table": table, **summary}
     return render(request, "scheduling/admission_runs.html", context)

@@ -3,10 +3,11 @@
 from functools import wraps
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from quotas import roles
 from scheduling.backends.base import ClusterUnreachable
 from scheduling.kube import selectors, services
 
@@ -16,8 +17,7 @@ def readers_only(view):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        if not request.user.sees_all_teams:
-            raise PermissionDenied
+        roles.require(request.user, "read_kubernetes")
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -26,8 +26,7 @@ def readers_only(view):
 def admins_only(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        if not request.user.is_portal_admin:
-            raise PermissionDenied
+        roles.require(request.user, "change_kubernetes")
         return view(request, *args, **kwargs)
 
     return wrapped

@@ -16,6 +16,7 @@ WITHIN = "#2563eb"
 BORROWED = "#f59e0b"
 QUOTA = "#111827"
 FAIR = "#9333ea"
+LENT = "#16a34a"
 
 
 def _iso(values) -> list:
@@ -48,7 +49,8 @@ def unit(resource: str) -> str:
 
 
 def team_usage_figure(series: dict, *, resource: str = "acc", title: str = "Usage against quota") -> go.Figure:
-    """Stacked area: the part within quota, the borrowed part on top of it; the quota and fair share as lines."""
+    """Stacked area: the part within quota, the borrowed part on top of it; the quota, the idle quota lent to
+    other teams and the fair share as lines."""
     x = _iso(series["x"])
     within = [max(u - b, 0) for u, b in zip(series["used"], series["borrowed"], strict=True)]
     fig = go.Figure(
@@ -64,6 +66,13 @@ def team_usage_figure(series: dict, *, resource: str = "acc", title: str = "Usag
             ),
             go.Scatter(
                 x=x, y=series["quota"], name="quota", mode="lines", line={"color": QUOTA, "dash": "dash", "shape": "hv"}
+            ),
+            go.Scatter(
+                x=x,
+                y=series["lent"],
+                name="lent to others",
+                mode="lines",
+                line={"color": LENT, "dash": "dashdot", "width": 1.5},
             ),
             go.Scatter(
                 x=x,

@@ -1,13 +1,10 @@
 """The one filter form behind the usage pages, the CSV exports and the API: range, team, instance type."""
 
-from datetime import timedelta
-
 from django import forms
-from django.utils import timezone
 
 from quotas.models import InstanceType, Team, validate_year
 from scheduling.usage.models import RESOURCES, AlertKind, AlertRule
-from scheduling.usage.ranges import DEFAULT_PRESET, MAX_CUSTOM_DAYS, PRESET_LABELS, window_for
+from scheduling.usage.ranges import DEFAULT_PRESET, MAX_CUSTOM_DAYS, PRESET_LABELS, page_window
 
 
 class UsageFilterForm(forms.Form):
@@ -44,14 +41,7 @@ class UsageFilterForm(forms.Form):
                 raise forms.ValidationError("The start date must not be after the end date.")
             if (end - start).days > MAX_CUSTOM_DAYS:
                 raise forms.ValidationError(f"A custom range spans at most {MAX_CUSTOM_DAYS} days.")
-        # Windows end on a whole minute: the data only changes as often as it is sampled, and equal windows
-        # let pages share cached figures.
-        now = timezone.now().replace(second=0, microsecond=0)
-        window = window_for(preset, start=start, end=end, now=now)
-        if window.step != "raw" and preset != "custom":
-            # Rollups arrive every 5 minutes: a window on them ends on the last 5-minute mark.
-            window = window_for(preset, now=now - timedelta(minutes=now.minute % 5))
-        cleaned["window"] = window
+        cleaned["window"] = page_window(preset, start=start, end=end)
         return cleaned
 
     def teams(self):

@@ -21,6 +21,7 @@ from scheduling.models import AdmissionRun, Job, JobEvent, JobState
 
 # Loop duration buckets, in seconds.
 LOOP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+GIB = 2**30
 PREEMPTION_REASONS = ("reclaim", "fair-share", "priority")
 
 
@@ -70,6 +71,8 @@ class PortalCollector:
                 for type_name, resources in sorted(getattr(standing, name).items()):
                     for resource, value in sorted(resources.items()):
                         label = "accelerators" if resource == accel.get(type_name) and resource else resource
+                        if resource == "memory":  # Prometheus counts in base units: bytes, not GiB
+                            label, value = "memory_bytes", float(value) * GIB
                         gauges[name].add_metric([team, type_name, label], float(value))
             pending.add_metric([team], float(standing.pending))
         yield from gauges.values()

@@ -229,3 +229,20 @@ class AlertDelivery(models.Model):
 
     def __str__(self):
         return f"{self.transition} {self.channel} to {self.target}: {self.status}"
+
+
+class DigestFrequency(models.TextChoices):
+    OFF = "off", "No digest"
+    DAILY = "daily", "Daily"
+    WEEKLY = "weekly", "Weekly"
+
+
+class DigestSubscription(models.Model):
+    """How often a user gets their teams' usage against quota by e-mail (chart as PNG, summary CSV attached)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="digest")
+    frequency = models.CharField(max_length=8, choices=DigestFrequency.choices, default=DigestFrequency.OFF)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.user}: {self.get_frequency_display()}"

@@ -49,6 +49,17 @@ def step_for(span: timedelta) -> str:
     return "day"
 
 
+def page_window(preset: str, *, start: date | None = None, end: date | None = None, now: datetime | None = None):
+    """The window a page shows for a preset (or a custom range): it ends on a whole minute, since the data changes
+    only as often as it is sampled, and a window on rollups on the last 5-minute mark, when rollups arrive. Equal
+    windows let pages, and the worker that renders their figures ahead, share cached figures."""
+    now = (now or timezone.now()).replace(second=0, microsecond=0)
+    window = window_for(preset, start=start, end=end, now=now)
+    if window.step != "raw" and preset != "custom":
+        window = window_for(preset, now=now - timedelta(minutes=now.minute % 5))
+    return window
+
+
 def window_for(preset: str, *, start: date | None = None, end: date | None = None, now: datetime | None = None):
     """The window for a preset, or for a custom range of whole days (end inclusive)."""
     now = now or timezone.now()

@@ -6,6 +6,7 @@ visibility rule (Team.objects.visible_to) in the form, so pages, CSV and API rea
 
 from collections import defaultdict
 from datetime import timedelta
+from itertools import islice
 
 from django.db.models import Avg, Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate, TruncDay, TruncHour
@@ -59,6 +60,18 @@ def team_series(*, window: Window, teams, types, resource: str = "acc") -> dict:
         for m in (*measures, "pending_jobs"):
             out[m].append(round(row[m] or 0, 3))
     return out
+
+
+def latest_totals(*, teams, types, resource: str = "acc") -> dict:
+    """The latest sample summed over the given teams and types: what is in use, borrowed, pending and the quota
+    right now (the tiles above the charts), whatever averaging the charts' range uses."""
+    # the latest tick of the whole cluster: a team that had nothing then has no row in it, and that means zero
+    at = UsageSample.objects.order_by("-at").values_list("at", flat=True).first()
+    qs = _scoped(UsageSample.objects.all(), teams, types)
+    if at is None:
+        return {"at": None, **dict.fromkeys(MEASURES, 0.0)}
+    sums = qs.filter(at=at).aggregate(**{m: Sum(f"{m}_{resource}") for m in MEASURES})
+    return {"at": at, **{m: round(v or 0, 3) for m, v in sums.items()}}
 
 
 def _leaders(window: Window, teams, types, qs, field: str, top: int) -> tuple[list[int], bool]:
@@ -294,6 +307,18 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
     return out
 
 
+def usage_summary_in_parts(*, window: Window, teams, types, days: int = 7):
+    """The daily summary rows, `days` days at a time (first day first): what a CSV streams, so the first rows go
+    out after one part's queries and only a part is held at once."""
+    first, end = window.day_bounds()
+    start = first
+    while start < end:
+        stop = min(start + timedelta(days=days), end)
+        part = Window(start=start, end=stop, step="day", preset="custom")
+        yield from usage_summary(window=part, teams=teams, types=types, by_day=True)
+        start = stop
+
+
 def team_totals(summary_rows: list[dict]) -> list[dict]:
     """Roll summary rows up per team, for the one-line story a manager reads first."""
     teams: dict[str, dict] = {}
@@ -320,6 +345,10 @@ def team_totals(summary_rows: list[dict]) -> list[dict]:
         t["preemptions"] += r["preemptions"]
     for t in teams.values():
         t["utilization_pct"] = round(100 * t["within"] / t["quota"], 1) if t["quota"] else None
+        # What the sentence shows: rounded once, and the parts derived from the rounded whole so that
+        # "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed.
+        t["shown"] = {"used": round(t["used"], 1), "borrowed": round(t["borrowed"], 1)}
+        t["shown"]["within"] = round(t["shown"]["used"] - t["shown"]["borrowed"], 1)
     return sorted(teams.values(), key=lambda t: (-t["used"], t["team"]))
 
 
@@ -343,8 +372,11 @@ JOB_FIELDS = [
 
 
 def job_report_queryset(*, window: Window, teams, types):
-    """The jobs submitted in the window, newest first."""
-    jobs = Job.objects.filter(submitted_at__gte=window.start, submitted_at__lt=window.end)
+    """The jobs submitted in the window, newest first. A preset window ("last 7 days") runs up to now: its end
+    is rounded down to the last rollup for the charts, but a job list has no reason to leave out the newest."""
+    jobs = Job.objects.filter(submitted_at__gte=window.start)
+    if window.preset == "custom":
+        jobs = jobs.filter(submitted_at__lt=window.end)
     if teams is not None:
         jobs = jobs.filter(team__in=teams)
     if types is not None:
@@ -373,11 +405,11 @@ def _run_seconds(job: Job, events: list, now) -> float:
 
 
 def job_report_rows(jobs, *, now=None, chunk: int = 500):
-    """Rows of the per-job report for an iterable of jobs; events are read once per chunk of jobs."""
+    """Rows of the per-job report for an iterable of jobs; events are read once per chunk of jobs, and only a
+    chunk is held at a time, so a CSV of any length streams in constant memory."""
     now = now or timezone.now()
-    jobs = list(jobs) if not isinstance(jobs, list) else jobs
-    for i in range(0, len(jobs), chunk):
-        part = jobs[i : i + chunk]
+    jobs = iter(jobs)
+    while part := list(islice(jobs, chunk)):
         events: dict[int, list] = defaultdict(list)
         for event in JobEvent.objects.filter(job_id__in=[j.pk for j in part]).order_by("at", "id"):
             events[event.job_id].append(event)

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from scheduling.usage import alerts, services
+from scheduling.usage import alerts, digest, figures, services
 
 log = logging.getLogger(__name__)
 
@@ -16,6 +16,7 @@ BACKOFF_BASE_SECONDS = 15
 def usage_sample():
     rows = services.usage_sample_record()
     log.info("usage sample: %s rows", rows)
+    figures.render_standard(presets=["24h"])  # the 24-hour charts read every sample
     return rows
 
 
@@ -23,7 +24,16 @@ def usage_sample():
 def usage_rollup():
     hours, days = services.usage_rollup_recent()
     log.info("usage rollup: %s hourly, %s daily buckets", hours, days)
+    figures.render_standard()  # every page's standard ranges, ready before anyone opens them
     return hours, days
+
+
+@shared_task(name="scheduling.usage.tasks.usage_digests", ignore_result=True)
+def usage_digests():
+    sent = digest.digests_send_due()
+    if sent:
+        log.info("usage digests: %s sent", sent)
+    return sent
 
 
 @shared_task(name="scheduling.usage.tasks.usage_prune", ignore_result=True)

@@ -9,6 +9,7 @@ urlpatterns = [
     path("reports/summary.csv", views.summary_csv, name="summary-csv"),
     path("reports/jobs/", views.jobs_report, name="jobs-report"),
     path("reports/jobs.csv", views.jobs_csv, name="jobs-csv"),
+    path("profile/digest/", views.digest_settings, name="digest"),
     path("alerts/", views.alerts, name="alerts"),
     path("alerts/rules/<int:pk>/", views.alert_rule_edit, name="alert-rule-edit"),
     path("alerts/rules/<int:pk>/delete/", views.alert_rule_delete, name="alert-rule-delete"),

@@ -6,27 +6,35 @@ to set and managers to read.
 """
 
 import csv
+import itertools
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib import messages
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from quotas import roles
 from quotas.models import Team
+from scheduling.selectors import newest_first_in_chunks
+from scheduling.tables import configure
 from scheduling.usage import alerts as alert_services
-from scheduling.usage import charts, selectors
+from scheduling.usage import charts, digest, figures, selectors
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
-from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule, AlertRuleChange
+from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule, AlertRuleChange, DigestFrequency
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
+from scheduling.usage.tables import JobReportTable
 
 ROLLUP_SECONDS = 300  # how often the beat rolls samples up (portal/celery.py)
+
+
+def _timeout(cleaned) -> float:
+    """How long what a window shows stays true: a sample period for raw samples, else a rollup period."""
+    return settings.USAGE_SAMPLE_SECONDS if cleaned["window"].step == "raw" else ROLLUP_SECONDS
 
 
 def _filters(request, **initial):
@@ -58,9 +66,7 @@ def _page(request, form, *, view: str, template: str, partial: str, build=None, 
         return render_to_string(partial, context, request=request)
 
     if form.is_valid() and cached:
-        step = form.cleaned_data["window"].step
-        timeout = settings.USAGE_SAMPLE_SECONDS if step == "raw" else ROLLUP_SECONDS
-        html = cache.get_or_set(form.cache_key(view), body, timeout)
+        html = cache.get_or_set(form.cache_key(view), body, _timeout(form.cleaned_data))
     else:
         html = body()
     if request.htmx and not request.htmx.boosted:
@@ -68,46 +74,17 @@ def _page(request, form, *, view: str, template: str, partial: str, build=None, 
     return render(request, template, {**base, "body": html})
 
 
-def _dashboard_charts(cleaned, teams, types, *, utilization: bool = True):
-    window, resource = cleaned["window"], cleaned["resource"]
-    if cleaned.get("team"):
-        totals = selectors.team_series(window=window, teams=teams, types=types, resource=resource)
-        usage = charts.team_usage_figure(
-            totals, resource=resource, title=f"{cleaned['team'].name}: usage against quota"
-        )
-    else:
-        totals, by_team = selectors.usage_overview(window=window, teams=teams, types=types, resource=resource)
-        capacity = sum(selectors.capacity_by_type(types, resource).values())
-        usage = charts.teams_stack_figure(by_team, resource=resource, capacity=capacity)
-    waits = selectors.wait_times(window=window, teams=teams, types=types)
-    figures = {"usage": usage}
-    if utilization:
-        figures["utilization"] = charts.utilization_figure(
-            selectors.utilization_by_type(window=window, teams=teams, types=types, resource=resource)
-        )
-    figures |= {
-        "pending": charts.pending_figure(totals, waits, resource=resource),
-        "preemptions": charts.preemptions_figure(
-            selectors.preemptions_by_team(window=window, teams=teams, types=types)
-        ),
-    }
-    used = totals["used"]
-    tiles = {
-        "now": used[-1] if used else 0,
-        "peak": max(used, default=0),
-        "average": round(sum(used) / len(used), 1) if used else 0,
-        "borrowed_now": totals["borrowed"][-1] if used else 0,
-        "pending_now": totals["pending"][-1] if used else 0,
-        "quota_now": totals["quota"][-1] if used else 0,
-    }
-    for fig in figures.values():
-        fig.update_xaxes(range=[window.start.isoformat(), window.end.isoformat()])
-    return {name: charts.as_json(fig) for name, fig in figures.items()}, tiles
-
-
-def _chart_context(cleaned, teams, types, *, utilization: bool = True) -> dict:
-    figures, tiles = _dashboard_charts(cleaned, teams, types, utilization=utilization)
-    return {"figures": figures, "tiles": tiles, "window": cleaned["window"], "resource": cleaned["resource"]}
+def _chart_context(form, cleaned, *, kind: str, teams, team=None) -> dict:
+    data = figures.cached(
+        kind=kind,
+        window=cleaned["window"],
+        teams=teams,
+        types=form.instance_types(),
+        resource=cleaned["resource"],
+        instance_type=cleaned.get("instance_type"),
+        team=team,
+    )
+    return {**data, "window": cleaned["window"], "resource": cleaned["resource"]}
 
 
 def dashboard(request):
@@ -118,7 +95,15 @@ def dashboard(request):
         view="dashboard",
         template="usage/dashboard.html",
         partial="usage/_dashboard_body.html",
-        build=lambda: _chart_context(cleaned, form.teams(), form.instance_types()),
+        build=lambda: _chart_context(
+            form,
+            cleaned,
+            # one team chosen on the dashboard: that team's chart beside the cluster's utilization
+            kind="dashboard-team" if cleaned.get("team") else "dashboard",
+            teams=form.teams(),
+            team=cleaned.get("team"),
+        ),
+        cached=False,  # the figures are cached (and rendered ahead by the worker); the page around them is cheap
     )
 
 
@@ -133,9 +118,8 @@ def team_usage(request, name):
         view=f"team-{team.pk}",
         template="usage/team.html",
         partial="usage/_dashboard_body.html",
-        build=lambda: _chart_context(
-            cleaned, Team.objects.filter(pk=team.pk), form.instance_types(), utilization=False
-        ),
+        build=lambda: _chart_context(form, cleaned, kind="team", teams=Team.objects.filter(pk=team.pk), team=team),
+        cached=False,
         extra={"team": team, "hide_team": True},
     )
 
@@ -187,21 +171,42 @@ class _Echo:
         return value
 
 
+CSV_CACHE_MAX_BYTES = 8 * 2**20
+
+
 def summary_csv(request):
     form, cleaned = _filters(request, range="30d")
     if cleaned is None:
         return _bad_filters(form)
-    rows = selectors.usage_summary(
-        window=cleaned["window"],
-        teams=form.teams(),
-        types=form.instance_types(),
-    )
-    response = HttpResponse(content_type="text/csv")
+    # Streamed a week at a time as the database aggregates it. The text is also kept (up to 8 MiB) for as long as
+    # the rollups it reads stay unchanged, so ten managers pulling 90 days cost one pass.
+    key = form.cache_key("summary-csv")
+    ready = cache.get(key)
+    writer = csv.writer(_Echo())
+
+    def lines():
+        if ready is not None:
+            yield ready
+            return
+        kept, size = [], 0
+        rows = selectors.usage_summary_in_parts(
+            window=cleaned["window"], teams=form.teams(), types=form.instance_types()
+        )
+        for line in itertools.chain(
+            [writer.writerow(selectors.SUMMARY_FIELDS)],
+            (writer.writerow([_cell(row[f]) for f in selectors.SUMMARY_FIELDS]) for row in rows),
+        ):
+            if kept is not None:
+                kept.append(line)
+                size += len(line)
+                if size > CSV_CACHE_MAX_BYTES:
+                    kept = None
+            yield line
+        if kept is not None:
+            cache.set(key, "".join(kept), _timeout(cleaned))
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{_csv_name("usage-summary", cleaned)}"'
-    writer = csv.writer(response)
-    writer.writerow(selectors.SUMMARY_FIELDS)
-    for row in rows:
-        writer.writerow([_cell(row[f]) for f in selectors.SUMMARY_FIELDS])
     return response
 
 
@@ -210,13 +215,8 @@ def jobs_report(request):
 
     def build():
         jobs = selectors.job_report_queryset(window=cleaned["window"], teams=form.teams(), types=form.instance_types())
-        page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-        return {
-            "page": page,
-            "rows": list(selectors.job_report_rows(list(page.object_list))),
-            "window": cleaned["window"],
-            "query": form.query_string(),
-        }
+        table = configure(request, JobReportTable(jobs)).attach_reports()
+        return {"table": table, "window": cleaned["window"], "query": form.query_string()}
 
     return _page(
         request,
@@ -238,7 +238,7 @@ def jobs_csv(request):
 
     def lines():
         yield writer.writerow(selectors.JOB_FIELDS)
-        for row in selectors.job_report_rows(jobs.iterator(chunk_size=500)):
+        for row in selectors.job_report_rows(newest_first_in_chunks(jobs)):
             yield writer.writerow([_cell(row[f]) for f in selectors.JOB_FIELDS])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv")
@@ -246,31 +246,48 @@ def jobs_csv(request):
     return response
 
 
+@require_POST
+def digest_settings(request):
+    """The profile page's choice: no digest, daily or weekly."""
+    frequency = request.POST.get("frequency", "")
+    if frequency not in DigestFrequency.values:
+        messages.error(request, "Choose no digest, daily or weekly.")
+        return redirect("profile")
+    sub = digest.digest_subscribe(user=request.user, frequency=frequency)
+    if sub.frequency == DigestFrequency.OFF:
+        messages.success(request, "No usage digest will be sent to you.")
+    elif not request.user.email:
+        messages.warning(
+            request, f"{sub.get_frequency_display()} digest chosen, but your account has no e-mail address."
+        )
+    else:
+        messages.success(request, f"{sub.get_frequency_display()} usage digest: it goes to {request.user.email}.")
+    return redirect("profile")
+
+
 # ---- alerts ----------------------------------------------------------------------------------------------------
 
 
 def _require_reader(user):
-    if not user.sees_all_teams:
-        raise PermissionDenied("Alerts are set by admins and read by managers.")
+    roles.require(user, "read_alerts")
 
 
 def _require_admin(user):
-    if not user.is_portal_admin:
-        raise PermissionDenied("Only admins change alert rules.")
+    roles.require(user, "change_alerts")
 
 
 @require_http_methods(["GET", "POST"])
 def alerts(request):
     _require_reader(request.user)
     form = None
-    if request.user.is_portal_admin:
+    if roles.may(request.user, "change_alerts"):
         form = AlertRuleForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             rule = alert_services.alert_rule_create(data=form.cleaned_data, by=request.user)
             messages.success(request, f"Alert rule added: {rule}.")
             return redirect("usage:alerts")
     elif request.method == "POST":
-        raise PermissionDenied("Only admins change alert rules.")
+        roles.require(request.user, "change_alerts")
     events = AlertEvent.objects.select_related("rule", "team")
     context = {
         "form": form,

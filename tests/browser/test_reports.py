@@ -117,7 +117,7 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
     page.goto(f"{live_server.url}/usage/teams/team-a/?range=30d")
     page.wait_for_function("() => document.getElementById('chart-usage').dataset.drawn")
     names = page.evaluate("document.getElementById('chart-usage').data.map(t => t.name)")
-    assert names == ["within quota", "borrowed", "quota", "fair share"]
+    assert names == ["within quota", "borrowed", "quota", "lent to others", "fair share"]
     screenshot(page, "usage-team-a-30d")
 
 

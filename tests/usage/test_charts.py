@@ -46,12 +46,22 @@ def test_team_chart_stacks_within_quota_and_borrowed_under_the_quota_line(minute
     )
     fig = as_data(charts.team_usage_figure(series))
     traces = {t["name"]: t for t in fig["data"]}
-    assert list(traces) == ["within quota", "borrowed", "quota", "fair share"]
+    assert list(traces) == ["within quota", "borrowed", "quota", "lent to others", "fair share"]
     assert traces["within quota"]["y"] == [8, 8, 8] and traces["borrowed"]["y"] == [2, 2, 2]
     assert traces["within quota"]["stackgroup"] == traces["borrowed"]["stackgroup"] == "used"
     assert traces["borrowed"]["line"]["color"] != traces["within quota"]["line"]["color"]
     assert "stackgroup" not in traces["quota"] and traces["quota"]["y"] == [8, 8, 8]
     assert traces["within quota"]["x"][0].startswith("2026-03-02T00:00:00")
+
+
+def test_team_chart_draws_what_the_team_lends(minutes, team_b):
+    from quotas.models import InstanceType, Team
+
+    series = selectors.team_series(
+        window=raw_window(), teams=Team.objects.filter(pk=team_b.pk), types=InstanceType.objects.all()
+    )
+    traces = {t["name"]: t for t in as_data(charts.team_usage_figure(series))["data"]}
+    assert traces["lent to others"]["y"] == [2, 2, 2] and "stackgroup" not in traces["lent to others"]
 
 
 def test_teams_stack_keeps_the_top_teams_and_sums_the_rest(minutes):

@@ -77,6 +77,11 @@ def test_gauges_counters_and_loop_histogram(client, team_a, team_b, scientist, p
 
     assert value("portal_team_quota", team="team-a", instance_type="ml.p5.48xlarge", resource="accelerators") == 8
     assert value("portal_team_usage", team="team-a", instance_type="ml.p5.48xlarge", resource="accelerators") == 2
+    # memory in bytes, as Prometheus wants base units: team-a's 8 of 8 GPUs bring the node's 2048 GiB
+    assert value("portal_team_quota", team="team-a", instance_type="ml.p5.48xlarge", resource="memory_bytes") == (
+        2048 * 2**30
+    )
+    assert not [s for s in families["portal_team_quota"].samples if s.labels["resource"] == "memory"]
     assert value("portal_team_pending_jobs", team="team-b") == 1
     assert value("portal_admissions", team="team-a") == 2
     assert value("portal_preemptions", team="team-a", reason="reclaim") == 1

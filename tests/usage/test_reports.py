@@ -120,7 +120,7 @@ def test_summary_csv_matches_the_api(history, manager_user, client_for, api_for)
     response = client_for(manager_user).get("/reports/summary.csv", MARCH)
     assert response.status_code == 200 and response["Content-Type"] == "text/csv"
     assert 'filename="usage-summary-20260301-20260307.csv"' in response["Content-Disposition"]
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0]["team"] == "team-a" and float(rows[0]["borrowed_accelerator_hours"]) == 30
     api = api_for(manager_user).get("/api/usage/summary/", MARCH).json()
     assert api["count"] == 2 and api["results"][0]["accelerator_hours"] == float(rows[0]["accelerator_hours"])

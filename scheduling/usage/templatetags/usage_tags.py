@@ -15,3 +15,19 @@ def figure_script(json_text: str, element_id: str):
     return format_html(
         '<script id="{}" type="application/json">{}</script>', element_id, mark_safe(json_text.translate(_ESCAPES))
     )
+
+
+@register.inclusion_tag("usage/_digest_form.html", takes_context=True)
+def digest_form(context):
+    """The profile page's digest choice, with the user's current one."""
+    from scheduling.usage.models import DigestFrequency, DigestSubscription
+
+    user = context["request"].user
+    sub = DigestSubscription.objects.filter(user=user).first()
+    return {
+        "choices": DigestFrequency.choices,
+        "current": sub.frequency if sub else DigestFrequency.OFF,
+        "last_sent_at": sub.last_sent_at if sub else None,
+        "user": user,
+        "csrf_token": context.get("csrf_token"),
+    }

@@ -1,0 +1,76 @@
+"""The per-job report as a table: sorted and paged in the database, the run figures computed per page."""
+
+import django_tables2 as tables
+
+from scheduling.models import Job
+from scheduling.tables import PortalTable
+from scheduling.usage import selectors
+
+
+class JobReportTable(PortalTable):
+    noun = "jobs"
+    id = tables.TemplateColumn(
+        "<a href=\"{% url 'jobs:job-detail' record.pk %}\">{{ record.name }}</a> "
+        '<small class="muted">#{{ record.pk }}</small>',
+        verbose_name="Job",
+    )
+    team = tables.Column(accessor="team__name", verbose_name="Team")
+    user = tables.Column(accessor="submitted_by__username", verbose_name="User")
+    priority = tables.Column(
+        accessor="report__priority_class", order_by=("priority_class__weight",), verbose_name="Priority", default="—"
+    )
+    instance_type = tables.Column(accessor="report__instance_type", orderable=False, default="any")
+    accelerators = tables.Column(
+        accessor="report__accelerators",
+        verbose_name="Accel.",
+        order_by=("accelerators",),
+        attrs={"td": {"class": "num"}},
+    )
+    state = tables.TemplateColumn('<span class="state state-{{ record.state }}">{{ record.state }}</span>')
+    submitted_at = tables.DateTimeColumn(format="j M H:i", verbose_name="Submitted")
+    started_at = tables.DateTimeColumn(format="j M H:i", verbose_name="Started", default="—")
+    finished_at = tables.DateTimeColumn(format="j M H:i", verbose_name="Ended", default="—")
+    wait = tables.TemplateColumn(
+        "{% if value is not None %}{{ value }} min{% else %}—{% endif %}",
+        accessor="report__wait_minutes",
+        orderable=False,
+        attrs={"td": {"class": "num"}},
+    )
+    run = tables.TemplateColumn(
+        "{{ value }} min", accessor="report__run_minutes", orderable=False, attrs={"td": {"class": "num"}}
+    )
+    hours = tables.Column(
+        accessor="report__accelerator_hours", verbose_name="Accel.-h", orderable=False, attrs={"td": {"class": "num"}}
+    )
+    preemption_count = tables.Column(verbose_name="Preempted", attrs={"td": {"class": "num"}})
+
+    class Meta(PortalTable.Meta):
+        model = Job
+        fields = ()
+        sequence = (
+            "id",
+            "team",
+            "user",
+            "priority",
+            "instance_type",
+            "accelerators",
+            "state",
+            "submitted_at",
+            "started_at",
+            "finished_at",
+            "wait",
+            "run",
+            "hours",
+            "preemption_count",
+        )
+        order_by = ("-submitted_at",)
+        attrs = {"class": "striped report compact-table", "data-testid": "jobs"}
+        row_attrs = {"data-job": lambda record: record.pk}
+        empty_text = "No jobs were submitted in this range."
+
+    def attach_reports(self):
+        """Compute the report figures (run time from the events) for the jobs on the current page at once."""
+        records = [row.record for row in self.paginated_rows]
+        for record, row in zip(records, selectors.job_report_rows(records), strict=True):
+            record.report = row
+        return self

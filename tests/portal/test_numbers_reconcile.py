@@ -1,0 +1,194 @@
+"""Every page's figures, recomputed from the database and compared with what the page shows.
+
+One small world: team-a has GPU and Neuron quota and runs on both, team-b runs within its GPU quota, team-c has
+no quota and runs on what it borrows. The loop admits the jobs, a usage sample and its rollups are recorded,
+and then each page (home per role, teams, a team, usage, reports, the per-job report, the job list) is read
+back through its data-n figures.
+"""
+
+from collections import defaultdict
+from datetime import timedelta
+
+import pytest
+from django.db.models import Sum
+from django.utils import timezone
+
+from quotas.models import ComputeAllocation, InstanceType, NodeGroup, Role, Team
+from scheduling.loop import admission_run
+from scheduling.models import Job, JobState
+from scheduling.services import JobRequest, job_submit
+from scheduling.usage import services as usage_services
+from scheduling.usage.models import Granularity, UsageRollup, UsageSample
+from tests.conftest import make_user
+from tests.numbers import amounts, figures, number
+
+
+@pytest.fixture
+def world(db, p5, team_a, team_b, admin_user, manager_user, scientist, other_scientist):
+    trn1 = InstanceType.objects.create(
+        name="ml.trn1.32xlarge",
+        family="trn1",
+        accelerator_kind="AWS Trainium",
+        accelerator_resource="neuron",
+        accelerators=16,
+        vcpus=128,
+        memory_gib=512,
+    )
+    NodeGroup.objects.create(name="trn1-nodes", instance_type=trn1, node_count=1)
+    ComputeAllocation.objects.create(team=team_a, instance_type=trn1, accelerators=16)
+    team_c = Team.objects.create(name="team-c", namespace="hyperpod-ns-team-c")
+    tom = make_user("tom", Role.SCIENTIST, [team_a])
+    cleo = make_user("cleo", Role.SCIENTIST, [team_c])
+
+    def submit(user, team, name, **fields):
+        values = dict(team=team.name, name=name, image="img", accelerators=1, vcpus=4, memory_gib=32)
+        return job_submit(user=user, request=JobRequest(**(values | fields)))
+
+    submit(scientist, team_a, "a-gpu", accelerators=4, instance_type=p5.name)
+    submit(tom, team_a, "a-neuron", accelerators=8, instance_type=trn1.name)
+    submit(scientist, team_a, "a-big", accelerators=8, pods=2, instance_type=p5.name)  # waits: no room
+    submit(other_scientist, team_b, "b-gpu", accelerators=2, instance_type=p5.name)
+    submit(cleo, team_c, "c-borrow", accelerators=2, instance_type=p5.name)
+    done = submit(scientist, team_a, "a-done", accelerators=1, instance_type=p5.name)
+    admission_run(trigger="test")
+    Job.objects.filter(pk=done.pk).update(state=JobState.SUCCEEDED, finished_at=timezone.now())
+    admission_run(trigger="test")
+    # a job submitted just now, after the last 5-minute rollup mark: reports must still count it
+    submit(other_scientist, team_b, "b-late", accelerators=1, instance_type=p5.name)
+    now = timezone.now()
+    usage_services.usage_sample_record(now=now)
+    usage_services.usage_rollup_recent(now=now)
+    return {"trn1": trn1, "team_c": team_c, "now": now}
+
+
+def page(client_for, user, url):
+    response = client_for(user).get(url)
+    assert response.status_code == 200, url
+    return figures(response.content)
+
+
+def state_counts(jobs):
+    return {state: jobs.filter(state=state).count() for state in JobState.values if state != JobState.PREEMPTED}
+
+
+def running_by_team() -> dict[str, dict[str, float]]:
+    """Accelerators that running jobs hold, per team and resource (gpu / neuron), from the jobs themselves."""
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for job in Job.objects.filter(state__in=(JobState.ADMITTED, JobState.RUNNING)).select_related(
+        "team", "assigned_instance_type"
+    ):
+        out[job.team.name][job.assigned_instance_type.accelerator_resource] += job.accelerators * job.pods
+    return out
+
+
+def quota_by_team() -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for alloc in ComputeAllocation.objects.select_related("team", "instance_type"):
+        out[alloc.team.name][alloc.instance_type.accelerator_resource] += alloc.accelerators or 0
+    return out
+
+
+@pytest.mark.parametrize("role", ["admin", "manager", "scientist"])
+def test_home_tiles_and_team_rows_match_the_database(world, users, client_for, role):
+    user = users[role]
+    shown = page(client_for, user, "/")
+    jobs = Job.objects.visible_to(user)
+    for state, n in state_counts(jobs).items():
+        assert number(shown[f"jobs:{state}"]) == n, state
+    if role != "scientist":
+        for team in Team.objects.all():
+            assert number(shown[f"{team.name}:members"]) == team.members.count(), team.name
+    if role == "manager":  # members and jobs side by side, each counted on its own (no members x jobs)
+        for team in Team.objects.all():
+            assert number(shown[f"{team.name}:jobs"]) == Job.objects.filter(team=team).count(), team.name
+        assert number(shown["team-a:members"]) == 2 and number(shown["team-a:jobs"]) == 4
+
+
+def test_team_list_shows_quota_use_and_percent_per_resource(world, manager_user, client_for):
+    shown = page(client_for, manager_user, "/teams/")
+    running, quota = running_by_team(), quota_by_team()
+    labels = {"gpu": "GPU", "neuron": "Neuron"}
+    for team in Team.objects.all():
+        q = {labels[r]: v for r, v in quota[team.name].items() if v}
+        u = {labels[r]: v for r, v in running[team.name].items() if v}
+        assert amounts(shown[f"{team.name}:quota"]) == q if q else shown[f"{team.name}:quota"] == "0"
+        if u:
+            assert amounts(shown[f"{team.name}:usage"]) == u
+        for resource in ("gpu", "neuron"):
+            key = f"{team.name}:use:{resource}"
+            if not (quota[team.name].get(resource) or running[team.name].get(resource)):
+                assert key not in shown
+            elif quota[team.name].get(resource):
+                pct = round(100 * running[team.name].get(resource, 0) / quota[team.name][resource])
+                assert number(shown[key]) == pct
+            else:
+                assert shown[key].startswith("no GPU quota")
+    # GPUs and Neuron devices apart: team-a uses 4 of 8 GPUs (50 %) and 8 of 16 Neuron devices (50 %)
+    assert number(shown["team-a:use:gpu"]) == 50 and number(shown["team-a:use:neuron"]) == 50
+    assert shown["team-c:use:gpu"].startswith("no GPU quota")  # not "100 %"
+
+
+def test_team_page_standing_matches_jobs_and_allocations(world, scientist, team_a, p5, client_for):
+    shown = page(client_for, scientist, f"/teams/{team_a.pk}/")
+    assert number(shown[f"{p5.name}:GPU:quota"]) == 8
+    assert number(shown[f"{p5.name}:GPU:usage"]) == running_by_team()["team-a"]["gpu"] == 4
+    assert number(shown["ml.trn1.32xlarge:Neuron:usage"]) == 8
+    waiting = Job.objects.filter(team=team_a, state__in=(JobState.PENDING, JobState.PREEMPTED)).count()
+    assert number(shown["pending"]) == waiting == 1
+
+
+@pytest.mark.parametrize("team", [None, "team-b"])
+def test_usage_tiles_are_the_latest_sample(world, manager_user, client_for, team):
+    url = f"/usage/teams/{team}/" if team else "/usage/"
+    shown = page(client_for, manager_user, url)
+    samples = UsageSample.objects.filter(at=UsageSample.objects.latest("at").at)
+    if team:
+        samples = samples.filter(team__name=team)
+    sums = samples.aggregate(used=Sum("used_acc"), quota=Sum("quota_acc"), borrowed=Sum("borrowed_acc"))
+    assert number(shown["tile:now"]) == sums["used"]
+    assert number(shown["tile:quota"]) == sums["quota"]
+    assert number(shown["tile:borrowed"]) == (sums["borrowed"] or 0)
+    running = running_by_team()
+    expected = running[team]["gpu"] if team else sum(sum(r.values()) for r in running.values())
+    assert sums["used"] == expected
+
+
+def test_reports_add_up_to_the_daily_rollups_and_the_jobs(world, manager_user, client_for):
+    shown = page(client_for, manager_user, "/reports/?range=7d")
+    start = timezone.localtime(world["now"] - timedelta(days=7)).replace(hour=0, minute=0, second=0, microsecond=0)
+    days = UsageRollup.objects.filter(granularity=Granularity.DAY, bucket__gte=start)
+    for team in ("team-a", "team-b", "team-c"):
+        hours = days.filter(team__name=team).aggregate(used=Sum("acc_hours"), borrowed=Sum("borrowed_acc_hours"))
+        assert number(shown[f"{team}:used"]) == pytest.approx(hours["used"], abs=0.05)
+        assert number(shown[f"{team}:borrowed"]) == pytest.approx(hours["borrowed"], abs=0.05)
+        started = Job.objects.filter(team__name=team, admitted_at__gte=start).count()
+        assert number(shown[f"{team}:jobs"]) == started
+        story = {k: number(shown[f"{team}:story:{k}"]) for k in ("used", "within", "borrowed")}
+        assert story["within"] + story["borrowed"] == pytest.approx(story["used"], abs=1e-9)
+
+
+@pytest.mark.parametrize("url", ["/reports/jobs/", "/reports/jobs/?range=30d"])
+def test_per_job_report_and_csv_count_every_job_up_to_now(world, manager_user, client_for, url):
+    shown = page(client_for, manager_user, url)
+    total = Job.objects.filter(submitted_at__gte=world["now"] - timedelta(days=7)).count()
+    assert number(shown["jobs:count"]) == total == Job.objects.count()
+    csv = client_for(manager_user).get(url.replace("/jobs/", "/jobs.csv"))
+    lines = b"".join(csv.streaming_content).decode().strip().splitlines()
+    assert len(lines) - 1 == total
+    assert any(",b-late," in line for line in lines)
+
+
+@pytest.mark.parametrize("role", ["manager", "scientist"])
+def test_job_list_counts_what_the_role_sees(world, users, client_for, role):
+    user = users[role]
+    shown = page(client_for, user, "/jobs/?mine=false")
+    assert number(shown["jobs:count"]) == Job.objects.visible_to(user).count()
+    if role == "scientist":
+        mine = page(client_for, user, "/jobs/")
+        assert number(mine["jobs:count"]) == Job.objects.filter(submitted_by=user).count()
+
+
+def test_an_instance_type_without_accelerators_says_so_once(world, scientist, client_for):
+    InstanceType.objects.create(name="ml.c5.2xlarge", family="c5", accelerators=0, vcpus=8, memory_gib=16)
+    html = client_for(scientist).get("/jobs/submit/").content.decode()
+    assert "ml.c5.2xlarge · no accelerators, 8 vCPUs" in html and "0 no accelerators" not in html

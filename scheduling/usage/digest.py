@@ -110,6 +110,8 @@ def digest_build(*, user, frequency: str, now: datetime | None = None) -> Digest
         lines.append(line)
     if not totals:
         lines.append("- no usage recorded in this period.")
+    if teams is None:  # managers and admins: the latest right-sizing advice, each with its evidence page
+        lines += _advice_lines()
     lines += ["", "The chart is attached as usage.png." if png else NO_BROWSER, "The daily summary is attached as CSV."]
     lines += ["", f"Change how often this comes on your profile page. {settings.DEFAULT_FROM_EMAIL}"]
 
@@ -125,6 +127,18 @@ def digest_build(*, user, frequency: str, now: datetime | None = None) -> Digest
         csv_text=out.getvalue(),
         csv_name=f"usage-summary-{timezone.localtime(now):%Y%m%d}.csv",
     )
+
+
+def _advice_lines() -> list[str]:
+    from scheduling.whatif.models import Advice
+
+    latest = Advice.objects.order_by("-batch").values_list("batch", flat=True).first()
+    if latest is None:
+        return []
+    advice = list(Advice.objects.filter(batch=latest).select_related("team", "instance_type")[:10])
+    lines = ["", f"Right-sizing advice from the weekly reading of usage ({timezone.localtime(latest):%d %b}):"]
+    lines += [f"- {a.summary}" for a in advice]
+    return lines + ["Each opens a what-if replay of itself on the portal's advice page (/whatif/advice/)."]
 
 
 def digest_send(*, subscription: DigestSubscription, now: datetime | None = None) -> bool:

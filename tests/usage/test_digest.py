@@ -92,3 +92,18 @@ def make_teamless(db):
     user.email = "nobody@example.com"
     user.save()
     return user
+
+
+def test_a_managers_digest_carries_the_latest_right_sizing_advice(usage, manager_user, scientist, p5, team_a):
+    from scheduling.whatif.models import Advice, AdviceKind
+
+    old, new = usage - timedelta(days=7), usage - timedelta(hours=1)
+    Advice.objects.create(
+        batch=old, kind=AdviceKind.UNDERUSED, team=team_a, instance_type=p5, summary="stale", draft={}
+    )
+    Advice.objects.create(
+        batch=new, kind=AdviceKind.UNDERUSED, team=team_a, instance_type=p5, summary="team-a: 8 -> 4 GPUs", draft={}
+    )
+    body = digest.digest_build(user=manager_user, frequency=DigestFrequency.WEEKLY, now=usage).body
+    assert "- team-a: 8 -> 4 GPUs" in body and "stale" not in body
+    assert "Right-sizing" not in digest.digest_build(user=scientist, frequency=DigestFrequency.WEEKLY, now=usage).body

@@ -114,16 +114,34 @@ def _resolve(request: JobRequest, user):
     return team, instance_type, priority_class
 
 
+def size_defaults(*, user, team: str, instance_type: str, accelerators) -> tuple[float, float, str] | None:
+    """The per-pod vCPUs and memory a request would get if left blank, and the instance type they come from:
+    what the submit form shows while the user types (the same rule as submitting, not a copy)."""
+    try:
+        count = max(0, min(int(accelerators or 0), 10_000))
+    except (TypeError, ValueError):
+        return None
+    types = list(InstanceType.objects.all())
+    chosen = next((t for t in types if t.name == instance_type), None)
+    team_row = Team.objects.visible_to(user).filter(name=team).first() if team else None
+    request = JobRequest(team=team or "", name="", image="", accelerators=count)
+    _fill_defaults(request, team_row, chosen, types)
+    it = chosen or _home_type(team_row, types)
+    return (request.vcpus, request.memory_gib, it.name) if it is not None else None
+
+
+def _home_type(team, types: list[InstanceType]):
+    first = team.allocations.order_by("pk").values_list("instance_type_id", flat=True).first() if team else None
+    return next((t for t in types if t.pk == first), None) or next(iter(types), None)
+
+
 def _fill_defaults(request: JobRequest, team, instance_type, types: list[InstanceType]) -> None:
     """vCPUs and memory not given get the proportional per-pod default of the instance type the job asks for
     (else the first its team has quota on): the engine's own function, as the allocation editor uses.
     1 of a p5.48xlarge's 8 GPUs gives 24 vCPUs and 256 GiB. Never 0 when accelerators are asked for."""
     if request.vcpus is not None and request.memory_gib is not None:
         return
-    it = instance_type
-    if it is None:
-        first = team.allocations.order_by("pk").values_list("instance_type_id", flat=True).first() if team else None
-        it = next((t for t in types if t.pk == first), None) or next(iter(types), None)
+    it = instance_type or _home_type(team, types)
     given = {}
     if it is not None and request.accelerators and it.accelerator_key:
         given[it.accelerator_key] = request.accelerators

@@ -104,8 +104,33 @@ def job_submit(request):
             messages.success(request, f"Job #{job.pk} {job.name} submitted to {job.team.name}'s queue.")
             return redirect("jobs:job-detail", pk=job.pk)
     teams = Team.objects.visible_to(request.user) if request.user.is_portal_admin else request.user.teams.all()
-    context = {"form": form, "panels": selectors.team_panels(teams.order_by("name")), "clone_of": clone_of}
+    data = form.data if form.is_bound else {**{k: f.initial for k, f in form.fields.items()}, **initial}
+    size_defaults = services.size_defaults(
+        user=request.user,
+        team=data.get("team") or next(iter(form.fields["team"].choices), ("", ""))[0],
+        instance_type=data.get("instance_type") or "",
+        accelerators=data.get("accelerators"),
+    )
+    context = {
+        "form": form,
+        "panels": selectors.team_panels(teams.order_by("name")),
+        "clone_of": clone_of,
+        "size_defaults": size_defaults,
+    }
     return render(request, "scheduling/job_submit.html", context, status=400 if form.errors else 200)
+
+
+def job_size_defaults(request):
+    """htmx: the vCPUs and memory a blank field takes, as the user types the accelerators."""
+    roles.require(request.user, "submit_jobs")
+    g = request.GET
+    found = services.size_defaults(
+        user=request.user,
+        team=g.get("team", ""),
+        instance_type=g.get("instance_type", ""),
+        accelerators=g.get("accelerators"),
+    )
+    return render(request, "scheduling/_size_defaults.html", {"found": found})
 
 
 def _job_or_404(request, pk):

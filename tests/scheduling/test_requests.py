@@ -138,3 +138,14 @@ def test_api_submit_without_vcpus_or_memory_gets_the_proportional_default(world,
     given = api_for(world).post("/api/jobs/", {**body, "name": "given", "accelerators": 1, "vcpus": 10}, format="json")
     job = Job.objects.get(pk=given.json()["id"])
     assert (job.vcpus, job.memory_gib) == (10, 256)
+
+
+def test_the_form_shows_the_defaults_a_blank_field_takes_as_the_accelerators_change(world, client_for):
+    client = client_for(world)
+    url = reverse("jobs:job-size-defaults")
+    body = client.get(url, {"team": "team-a", "accelerators": "2", "instance_type": ""}).content.decode()
+    assert 'data-testid="default-vcpus">48<' in body and 'data-testid="default-memory">512<' in body
+    body = client.get(url, {"team": "team-a", "accelerators": "x"}).content.decode()
+    assert "default-vcpus" not in body  # not a number: nothing to show, no error
+    page = client.get(reverse("jobs:job-submit")).content.decode()
+    assert 'hx-get="/jobs/submit/size-defaults/"' in page and 'data-testid="size-defaults"' in page

@@ -82,12 +82,13 @@ class Scheduler:
         self.demand_version: dict[object, int] = {}
         self._fair_cache: dict[object, tuple[int, dict]] = {}
         self.now = 0.0
-        self.flavor_version = [0] * len(self.flavor_names)
+        self.running_version: dict[tuple, int] = {}  # (flavor, group or None where shared) -> changes
         self.planner = Planner(self)
         # Plans are kept per scope: a cohort where no flavor is shared across cohorts (no nodes, no capacity
         # limit, nothing uncovered) plans alone; otherwise the whole cluster is one scope.
         self.any_shared = any(self.shared_flavor)
         self.scope_version: dict[object, int] = {}
+        self._scope_teams: dict[object, list[TeamState]] | None = None
         self._plan_cache: dict[object, tuple[int, Plan]] = {}
         self._trials: dict[Job, tuple[tuple, Plan]] = {}  # trial plans that let a workload in, by state
         self.protected: set[Job] = set()  # not to be evicted in this settle (their eviction would be wasted)
@@ -152,7 +153,7 @@ class Scheduler:
         if nodes is not None:
             self.pools[flavor].take(nodes, job.per_pod, job.nz)
         team.running[flavor][job] = None
-        self.flavor_version[flavor] += 1
+        self._running_changed(team, flavor)
         self._touch(team)
         job.state, job.flavor, job.nodes = RUNNING, flavor, nodes
         job.admitted_at = self.now
@@ -170,7 +171,7 @@ class Scheduler:
         if job.nodes is not None:
             self.pools[flavor].release(job.nodes, job.per_pod, job.nz)
         del team.running[flavor][job]
-        self.flavor_version[flavor] += 1
+        self._running_changed(team, flavor)
         self._touch(team)
         self.changes += 1
         self._demand_changed(team)
@@ -313,6 +314,10 @@ class Scheduler:
 
     # ----- reservations ---------------------------------------------------------------------------------
 
+    def _running_changed(self, team: TeamState, flavor: int) -> None:
+        key = (flavor, None if self.shared_flavor[flavor] else team.group)
+        self.running_version[key] = self.running_version.get(key, 0) + 1
+
     def scope(self, team: TeamState):
         return None if self.any_shared else team.group
 
@@ -323,7 +328,14 @@ class Scheduler:
     def heads(self, scope=...) -> list[Job]:
         """Every team's head (first pending workload in its queue order) in planning order; with `scope`,
         only the heads of that scope's teams."""
-        teams = self.teams if scope is ... else [t for t in self.teams if self.scope(t) == scope]
+        if scope is ...:
+            teams = self.teams
+        else:
+            if self._scope_teams is None:
+                self._scope_teams = {}
+                for t in self.teams:
+                    self._scope_teams.setdefault(self.scope(t), []).append(t)
+            teams = self._scope_teams.get(scope, [])
         heads = sorted((t.queue.first() for t in teams if t.queue.size), key=planning_key)
         return heads if scope is ... else heads[:MAX_PLANNED_HEADS]
 

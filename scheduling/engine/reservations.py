@@ -123,7 +123,7 @@ class Planner:
         s = self.s
         shared = s.shared_flavor[f]
         key = (f, None if shared else group)
-        version = (s.flavor_version[f], s.now)
+        version = (s.running_version.get(key, 0), s.now)
         cached = self._releases.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]

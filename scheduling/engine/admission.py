@@ -65,7 +65,7 @@ class Scheduler:
         self.fidx = self.book.fidx
         ranking = policy.task_prioritization == "task-ranking"
         self.fair = policy.idle_compute == "fair-share"
-        self.backfill = getattr(policy, "backfill", "reserve") == "reserve"
+        self.backfill = policy.backfill == "reserve"
         self.teams = [TeamState(b, ranking, len(self.flavor_names), len(resources)) for b in self.book.teams]
         for state, team in zip(self.teams, teams, strict=True):
             state.quota_order = [self.fidx[name] for name in team.quota]
@@ -325,19 +325,23 @@ class Scheduler:
         scope = self.scope(team)
         self.scope_version[scope] = self.scope_version.get(scope, 0) + 1
 
+    def _teams_in(self, scope) -> list[TeamState]:
+        if self._scope_teams is None:
+            self._scope_teams = {}
+            for t in self.teams:
+                self._scope_teams.setdefault(self.scope(t), []).append(t)
+        return self._scope_teams.get(scope, [])
+
     def heads(self, scope=...) -> list[Job]:
         """Every team's head (first pending workload in its queue order) in planning order; with `scope`,
-        only the heads of that scope's teams."""
-        if scope is ...:
-            teams = self.teams
-        else:
-            if self._scope_teams is None:
-                self._scope_teams = {}
-                for t in self.teams:
-                    self._scope_teams.setdefault(self.scope(t), []).append(t)
-            teams = self._scope_teams.get(scope, [])
+        only the heads of that scope's teams, at most MAX_PLANNED_HEADS of them."""
+        teams = self.teams if scope is ... else self._teams_in(scope)
         heads = sorted((t.queue.first() for t in teams if t.queue.size), key=planning_key)
         return heads if scope is ... else heads[:MAX_PLANNED_HEADS]
+
+    def _crossed(self, plan: Plan, f: int, end: float) -> list:
+        """The holds on flavor `f` that start before `end`: those a workload running until `end` could move."""
+        return [h for h in plan.holds.values() if h is not None and h.f == f and h.start < end - EPS]
 
     def current_plan(self, scope=...) -> Plan:
         """The plan of a scope's heads (every scope's where none is given), kept until the scope changes."""
@@ -373,8 +377,8 @@ class Scheduler:
         scope = self.scope(team)
         rivals = []
         if not within:
-            for t in self.teams:
-                if t.queue.size and t is not team and (scope is None or t.group == scope):
+            for t in self._teams_in(scope):
+                if t.queue.size and t is not team:
                     head = t.queue.first()
                     if planning_key(head) < key:
                         rivals.append(head)
@@ -385,7 +389,7 @@ class Scheduler:
             return None
         base = self.current_plan(scope)
         end = end_of(job, self.now)
-        crossed = [h for h in base.holds.values() if h is not None and h.f == f and h.start < end - EPS]
+        crossed = self._crossed(base, f, end)
         if not crossed:
             self._trials[job] = (self.scope_version.get(scope, 0), base)
             return None
@@ -466,8 +470,7 @@ class Scheduler:
         version = self.scope_version.get(scope, 0)
         if cached is None or cached[0] != version:
             return
-        end = end_of(job, self.now)
-        if not any(h is not None and h.f == f and h.start < end - EPS for h in cached[1].holds.values()):
+        if not self._crossed(cached[1], f, end_of(job, self.now)):
             self._trials[job] = (version, cached[1])
 
     def _fits_beside_holds(self, job: Job, f: int, nodes, base: Plan) -> bool:
@@ -515,28 +518,20 @@ class Scheduler:
                 self._plan_cache[scope] = (self.scope_version.get(scope, 0), plan)
 
     def _with_new_head(self, plan: Plan, job: Job) -> Plan | None:
-        """The plan once a head admitted as planned (now, on the nodes it held) leaves it: its team's next
-        head joins at its place in planning order; heads before it keep their holds, the rest are planned
-        again. None where the admission differs from the hold (then the plan is made afresh)."""
-        team = job.team
+        """The plan once a head admitted as planned (now, on the nodes it held) leaves it: the scope's heads
+        as they now stand, the common prefix with the old plan keeping its holds and the rest planned again.
+        None where the admission differs from the hold (then the plan is made afresh)."""
         hold = plan.holds.get(job)
         if hold is None or hold.start > self.now or hold.f != job.flavor:
             return None
         if self.pools[job.flavor] is not None and hold.nodes != job.nodes:
             return None
-        heads = [h for h in plan.heads if h.team is not team]
-        if any(h.state != PENDING for h in heads):
-            return None
-        if team.queue.size:
-            new = team.queue.first()
-            key = planning_key(new)
-            at = next((k for k, h in enumerate(heads) if planning_key(h) > key), len(heads))
-            heads.insert(at, new)
-        else:
-            at = len(heads)
-        if at == len(heads):
-            return Plan(heads, dict(plan.holds))
-        return self.planner.plan(heads, None, plan, at)
+        old = [h for h in plan.heads if h is not job]
+        heads = self.heads(self.scope(job.team))
+        keep = next(
+            (k for k, (a, b) in enumerate(zip(old, heads, strict=False)) if a is not b), min(len(old), len(heads))
+        )
+        return self.planner.plan(heads, None, plan, keep)
 
     # ----- fair share -----------------------------------------------------------------------------------
 

@@ -85,8 +85,7 @@ class Plan:
     team's queue. A team's head with a reservation has `planned_start` (seconds, same clock as `now`), the
     instance type and the running workloads whose ends make the room (`waits_for`). Others get
     `estimated_start`: the earliest instant the plan leaves room for them once every head before them in
-    planning order holds its reservation (conservative: None where no finite start exists). `held_by` names
-    the head whose reservation keeps this workload from starting now, if any.
+    planning order holds its reservation (conservative: None where no finite start exists).
     """
 
     rank: int
@@ -96,7 +95,6 @@ class Plan:
     estimated_start: float | None = None
     instance_type: str | None = None
     waits_for: list[str] = field(default_factory=list)
-    held_by: str | None = None
 
 
 @dataclass

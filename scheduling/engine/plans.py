@@ -56,7 +56,7 @@ def estimated_start(s: Scheduler, job: Job, team_queue: list[Job]) -> tuple[floa
     ahead = team_queue[1 : team_queue.index(job)]
     if len(ahead) > MAX_AHEAD:
         return None, None
-    heads = s.heads()
+    heads = s.current_plan().heads if s.backfill else s.heads()  # the heads the plan itself holds for
     trial = s.planner.plan(heads + ahead + [job])
     hold = trial.holds.get(job)
     if hold is None or hold.start == INF:

@@ -118,15 +118,14 @@ def size_defaults(*, user, team: str, instance_type: str, accelerators) -> tuple
     """The per-pod vCPUs and memory a request would get if left blank, and the instance type they come from:
     what the submit form shows while the user types (the same rule as submitting, not a copy)."""
     try:
-        count = max(0, min(int(accelerators or 0), 10_000))
+        count = max(0, min(int(accelerators or 0), bounds.MAX_ACCELERATORS_PER_NODE))
     except (TypeError, ValueError):
         return None
     types = list(InstanceType.objects.all())
     chosen = next((t for t in types if t.name == instance_type), None)
     team_row = Team.objects.visible_to(user).filter(name=team).first() if team else None
     request = JobRequest(team=team or "", name="", image="", accelerators=count)
-    _fill_defaults(request, team_row, chosen, types)
-    it = chosen or _home_type(team_row, types)
+    it = _fill_defaults(request, team_row, chosen, types)
     return (request.vcpus, request.memory_gib, it.name) if it is not None else None
 
 
@@ -135,12 +134,13 @@ def _home_type(team, types: list[InstanceType]):
     return next((t for t in types if t.pk == first), None) or next(iter(types), None)
 
 
-def _fill_defaults(request: JobRequest, team, instance_type, types: list[InstanceType]) -> None:
+def _fill_defaults(request: JobRequest, team, instance_type, types: list[InstanceType]) -> InstanceType | None:
     """vCPUs and memory not given get the proportional per-pod default of the instance type the job asks for
     (else the first its team has quota on): the engine's own function, as the allocation editor uses.
-    1 of a p5.48xlarge's 8 GPUs gives 24 vCPUs and 256 GiB. Never 0 when accelerators are asked for."""
+    1 of a p5.48xlarge's 8 GPUs gives 24 vCPUs and 256 GiB. Never 0 when accelerators are asked for.
+    Returns the instance type the defaults come from (the one asked for where nothing was left blank)."""
     if request.vcpus is not None and request.memory_gib is not None:
-        return
+        return instance_type
     it = instance_type or _home_type(team, types)
     given = {}
     if it is not None and request.accelerators and it.accelerator_key:
@@ -153,6 +153,7 @@ def _fill_defaults(request: JobRequest, team, instance_type, types: list[Instanc
         request.vcpus = round(filled.get("cpu", 0.0), 3)
     if request.memory_gib is None:
         request.memory_gib = round(filled.get("memory", 0.0), 3)
+    return it
 
 
 def _check_sizes(request: JobRequest, instance_type, types: list[InstanceType], err) -> None:

@@ -87,9 +87,12 @@ class Scheduler:
         # Plans are kept per scope: a cohort where no flavor is shared across cohorts (no nodes, no capacity
         # limit, nothing uncovered) plans alone; otherwise the whole cluster is one scope.
         self.any_shared = any(self.shared_flavor)
-        self.scope_version: dict[object, int] = {}
+        # A scope's plan stays valid while its state changes only as planned (see current_plan): the state
+        # version counts changes a plan cannot foresee, the queue version every change of a queue.
+        self.state_version: dict[object, int] = {}
+        self.queue_version: dict[object, int] = {}
         self._scope_teams: dict[object, list[TeamState]] | None = None
-        self._plan_cache: dict[object, tuple[int, Plan]] = {}
+        self._plan_cache: dict[object, list] = {}  # scope -> [state version, queue version, plan]
         self._trials: dict[Job, tuple[tuple, Plan]] = {}  # trial plans that let a workload in, by state
         self.protected: set[Job] = set()  # not to be evicted in this settle (their eviction would be wasted)
 
@@ -108,7 +111,7 @@ class Scheduler:
         team = job.team
         job.state = PENDING
         team.queue.push(job)
-        self._touch(team)
+        self._queue_changed(team)
         self._demand(job, team.pending_demand, 1)
         self.dirty.add(team.idx)
 
@@ -132,7 +135,8 @@ class Scheduler:
         job.admitted_at = job.first_admitted_at = since
 
     def finish(self, job: Job, now: float) -> None:
-        self._stop(job)
+        # Work that ends when it was expected to end changes nothing a plan did not foresee.
+        self._stop(job, as_planned=job.duration is not None and abs(job.admitted_at + job.duration - now) <= EPS)
         job.state = FINISHED
         job.finished_at = now
 
@@ -154,7 +158,7 @@ class Scheduler:
             self.pools[flavor].take(nodes, job.per_pod, job.nz)
         team.running[flavor][job] = None
         self._running_changed(team, flavor)
-        self._touch(team)
+        self._state_changed(team)
         job.state, job.flavor, job.nodes = RUNNING, flavor, nodes
         job.admitted_at = self.now
         if job.first_admitted_at is None:
@@ -165,14 +169,15 @@ class Scheduler:
         if team.book.cohort is not None and team.book.borrowing(flavor, job.nz):
             self._wake(team.group, hopeful_only=not self.fair)
 
-    def _stop(self, job: Job) -> None:
+    def _stop(self, job: Job, as_planned: bool = False) -> None:
         team, flavor = job.team, job.flavor
         self.book.apply(team.book, flavor, job.total, job.nz, -1)
         if job.nodes is not None:
             self.pools[flavor].release(job.nodes, job.per_pod, job.nz)
         del team.running[flavor][job]
         self._running_changed(team, flavor)
-        self._touch(team)
+        if not as_planned:
+            self._state_changed(team)
         self.changes += 1
         self._demand_changed(team)
         if self.shared_flavor[flavor]:
@@ -250,7 +255,7 @@ class Scheduler:
             else:
                 victim, (flavor, nodes, admitted_at, run) = entry[1], entry[4]
                 victim.team.queue.remove(victim)
-                self._touch(victim.team)
+                self._queue_changed(victim.team)
                 self._demand(victim, victim.team.pending_demand, -1)
                 self._start(victim, flavor, nodes)
                 victim.admitted_at, victim.run = admitted_at, run
@@ -321,9 +326,17 @@ class Scheduler:
     def scope(self, team: TeamState):
         return None if self.any_shared else team.group
 
-    def _touch(self, team: TeamState) -> None:
+    def _queue_changed(self, team: TeamState) -> None:
         scope = self.scope(team)
-        self.scope_version[scope] = self.scope_version.get(scope, 0) + 1
+        self.queue_version[scope] = self.queue_version.get(scope, 0) + 1
+
+    def _state_changed(self, team: TeamState) -> None:
+        scope = self.scope(team)
+        self.state_version[scope] = self.state_version.get(scope, 0) + 1
+
+    def _token(self, scope) -> tuple:
+        """Changes nothing but itself: a trial plan made under one token holds while the token is the same."""
+        return (self.state_version.get(scope, 0), self.queue_version.get(scope, 0), self.now)
 
     def _teams_in(self, scope) -> list[TeamState]:
         if self._scope_teams is None:
@@ -344,7 +357,15 @@ class Scheduler:
         return [h for h in plan.holds.values() if h is not None and h.f == f and h.start < end - EPS]
 
     def current_plan(self, scope=...) -> Plan:
-        """The plan of a scope's heads (every scope's where none is given), kept until the scope changes."""
+        """The plan of a scope's heads (every scope's where none is given).
+
+        A plan is kept while the scope's state changes only as it foresaw: work ends when expected, the
+        admissions it was checked against are made (see _admit), and time passes without leaving a hold
+        behind. Work running past its expected end changes nothing then: the plan supposed it ends at once,
+        and each hold still starts at or after now, by when it would have ended in a fresh plan too. When
+        only the heads change, the heads before the first change keep their holds and the rest are planned
+        again.
+        """
         if scope is ...:
             heads, holds = [], {}
             for each in {self.scope(t) for t in self.teams if t.queue.size}:
@@ -352,11 +373,35 @@ class Scheduler:
                 heads += plan.heads
                 holds.update(plan.holds)
             return Plan(sorted(heads, key=planning_key), holds)
-        version = self.scope_version.get(scope, 0)
+        cached = self._valid_entry(scope)
+        queue_version = self.queue_version.get(scope, 0)
+        if cached is not None and cached[1] == queue_version:
+            return cached[2]
+        heads = self.heads(scope)
+        if cached is None:
+            plan = self.planner.plan(heads)
+        else:
+            old = cached[2].heads
+            keep = next((k for k, (a, b) in enumerate(zip(old, heads, strict=False)) if a is not b), None)
+            if keep is None and len(old) == len(heads):
+                plan = cached[2]
+            else:
+                plan = self.planner.plan(heads, None, cached[2], min(len(old), len(heads)) if keep is None else keep)
+        self._remember(scope, plan)
+        return plan
+
+    def _valid_entry(self, scope) -> list | None:
+        """The cached plan entry of `scope` if the state has changed only as it foresaw (its heads may differ)."""
         cached = self._plan_cache.get(scope)
-        if cached is None or cached[0] != version:
-            cached = self._plan_cache[scope] = (version, self.planner.plan(self.heads(scope)))
-        return cached[1]
+        if cached is None or cached[0] != self.state_version.get(scope, 0):
+            return None
+        if cached[3] < self.now - EPS:
+            return None
+        return cached
+
+    def _remember(self, scope, plan: Plan) -> None:
+        first = min((h.start for h in plan.holds.values() if h is not None), default=INF)
+        self._plan_cache[scope] = [self.state_version.get(scope, 0), self.queue_version.get(scope, 0), plan, first]
 
     def reservation_blocker(self, job: Job, plan) -> Job | None:
         """The head whose planned start admitting `job` now (per `plan`, without victims) would delay, if any.
@@ -391,13 +436,13 @@ class Scheduler:
         end = end_of(job, self.now)
         crossed = self._crossed(base, f, end)
         if not crossed:
-            self._trials[job] = (self.scope_version.get(scope, 0), base)
+            self._trials[job] = (self._token(scope), base)
             return None
         # Without nodes a plan depends on the quota book alone, so holds that still fit stay the plan; with
         # nodes a fresh plan may place heads differently, so only a trial plan can tell.
         quota_only = self.pools[f] is None
         if quota_only and all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
-            self._trials[job] = (self.scope_version.get(scope, 0), base)
+            self._trials[job] = (self._token(scope), base)
             return None
         heads = [h for h in base.heads if h is not job]
         # Heads before the first whose hold W crosses keep their holds; heads after the last rival do not
@@ -411,7 +456,7 @@ class Scheduler:
         if late:
             return min(late, key=planning_key)
         if last + 1 == len(heads):
-            self._trials[job] = (self.scope_version.get(scope, 0), trial)
+            self._trials[job] = (self._token(scope), trial)
         return None
 
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
@@ -466,12 +511,11 @@ class Scheduler:
     def _keep_plan_if_untouched(self, job: Job, f: int, scope) -> None:
         """A workload admitted with nobody to respect may still move heads; where a valid plan is at hand and
         no hold on `f` starts before it ends, that plan stays valid after its admission."""
-        cached = self._plan_cache.get(scope)
-        version = self.scope_version.get(scope, 0)
-        if cached is None or cached[0] != version:
+        cached = self._valid_entry(scope)
+        if cached is None or cached[1] != self.queue_version.get(scope, 0):
             return
-        if not self._crossed(cached[1], f, end_of(job, self.now)):
-            self._trials[job] = (version, cached[1])
+        if not self._crossed(cached[2], f, end_of(job, self.now)):
+            self._trials[job] = (self._token(scope), cached[2])
 
     def _fits_beside_holds(self, job: Job, f: int, nodes, base: Plan) -> bool:
         """With `job` admitted now, does every hold that starts now on `f` still fit, in planning order? Then,
@@ -497,7 +541,7 @@ class Scheduler:
         flavor, nodes, borrows, victims = plan
         scope = self.scope(job.team)
         trial = self._trials.pop(job, None)
-        if trial is not None and (victims or trial[0] != self.scope_version.get(scope, 0)):
+        if trial is not None and (victims or trial[0] != self._token(scope)):
             trial = None
         self._trials.clear()
         for victim, reason in victims:
@@ -506,7 +550,7 @@ class Scheduler:
         was_head = team.queue.first() is job
         previous = (job.admitted_at, job.first_admitted_at, job.run)
         team.queue.pop(job)
-        self._touch(team)
+        self._queue_changed(team)
         self._demand(job, team.pending_demand, -1)
         self._start(job, flavor, nodes)
         self.log.append(("admitted", job, flavor, borrows, previous))
@@ -515,7 +559,7 @@ class Scheduler:
             if was_head:
                 plan = self._with_new_head(plan, job)
             if plan is not None:
-                self._plan_cache[scope] = (self.scope_version.get(scope, 0), plan)
+                self._remember(scope, plan)
 
     def _with_new_head(self, plan: Plan, job: Job) -> Plan | None:
         """The plan once a head admitted as planned (now, on the nodes it held) leaves it: the scope's heads

@@ -13,8 +13,7 @@ and node pools, checks with the same `check` and `place` the admission uses, and
 
 from __future__ import annotations
 
-from bisect import insort
-from heapq import merge
+from bisect import bisect_right, insort
 from typing import TYPE_CHECKING
 
 from .quota import EPS, FITS, INF
@@ -159,7 +158,7 @@ class Planner:
                 if hold.end != INF:
                     others.append((hold.end, HOLD_END, -(10**9) - i, hold.job, hold.nodes))
             others.sort(key=_order)
-            events = list(merge(events, others, key=_order))
+            events = _merge(events, others)
         timeline = Timeline(s, f)
         try:
             i, n = 0, len(events)
@@ -243,6 +242,19 @@ class Planner:
 
 def _order(event) -> tuple:
     return event[:3]
+
+
+def _merge(events: list, others: list) -> list:
+    """`events` and the few `others` (both sorted by _order) as one sorted list: the long list is copied in
+    slices between the others' places, found by bisection."""
+    out, at = [], 0
+    for event in others:
+        cut = bisect_right(events, event[:3], at, key=_order)
+        out += events[at:cut]
+        out.append(event)
+        at = cut
+    out += events[at:]
+    return out
 
 
 class Timeline:

@@ -86,6 +86,7 @@ def withdraw(s: Scheduler, job: Job) -> None:
         raise ValueError(f"{job.name} is {job.state}, not pending")
     team = job.team
     team.queue.remove(job)
+    s._queue_changed(team)
     s._demand(job, team.pending_demand, -1)
     job.state = FINISHED
     s.dirty.add(team.idx)

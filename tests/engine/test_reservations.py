@@ -144,3 +144,59 @@ def test_no_eviction_is_undone_at_the_same_instant(data):
             evicted.add((event["t"], event["workload"]))
         elif event["type"] == "admitted":
             assert (event["t"], event["workload"]) not in evicted, event
+
+
+def _holds(plan):
+    return {h.name: (None if plan.holds[h] is None else (round(plan.holds[h].start, 6), plan.holds[h].f)) for h in plan.heads}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(), st.booleans())
+def test_the_plan_kept_between_events_is_the_plan_made_afresh(data, quota_only):
+    """The scheduler keeps a scope's plan while the state changes only as the plan foresaw (work ending when
+    expected, admissions checked against it, heads changing behind the first change): after every settle
+    and every event, the plan it holds gives every head the same hold as a plan made from scratch."""
+    if quota_only:
+        del data["cluster"]  # the instance type is known from the quotas alone: no nodes, no capacity limit
+    data["until"] = 300
+    sim = Simulation(parse_scenario(data))
+    s = sim.s
+    original = Scheduler.settle
+    compared = []
+
+    def settle(now):
+        for phase in ("events", "settled"):
+            if phase == "settled":
+                original(s, now)
+            s.now = now
+            for scope in {s.scope(t) for t in s.teams if t.queue.size}:
+                kept = s.current_plan(scope)
+                fresh = s.planner.plan(s.heads(scope))
+                assert _holds(kept) == _holds(fresh), (phase, now, _holds(kept), _holds(fresh))
+                compared.append(scope)
+
+    s.settle = settle
+    sim.run()
+
+
+def test_a_plan_left_behind_by_time_or_overdue_work_is_made_again():
+    """Work that runs past its expected end: the plan made before supposed it would end, and a head's hold
+    that time has passed is planned again from now, as a fresh plan would."""
+    data = {
+        "cluster": {"instance_types": [{"name": "n", "count": 1, "capacity": {"gpu": 8}}]},
+        "teams": [{"name": "t", "cohort": None, "quota": {"n": {"gpu": 8}}}],
+        "workloads": [
+            {"name": "r1", "team": "t", "requests": {"gpu": 4}, "duration": 10, "running": {"instance_type": "n", "since": 0}},
+            {"name": "r2", "team": "t", "requests": {"gpu": 4}, "duration": 30, "running": {"instance_type": "n", "since": 0}},
+            {"name": "g", "team": "t", "submit": 0, "requests": {"gpu": 8}, "duration": 5},
+        ],
+        "until": 0,
+    }
+    sim = Simulation(parse_scenario(data))
+    sim.run()
+    s = sim.s
+    assert _holds(s.current_plan()) == {"g": (30.0, 0)}
+    for now in (20.0, 29.0, 35.0):  # r1 overdue from 10, r2 from 30; neither has ended
+        s.settle(now)
+        fresh = s.planner.plan(s.heads(s.scope(s.teams[0])))
+        assert _holds(s.current_plan()) == _holds(fresh) == {"g": (max(now, 30.0), 0)}

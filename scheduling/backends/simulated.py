@@ -48,10 +48,20 @@ def fate(job) -> tuple[str, float]:
 class SimulatedCluster(ClusterBackend):
     name = "simulated"
 
+    NODE_COUNTS_FOR_S = 1.0  # a batch of starts reads the node counts once
+
+    def __init__(self):
+        self._node_counts: tuple[float, dict[str, int]] | None = None
+
+    def _node_count(self, instance_type: str) -> int:
+        now = time.monotonic()
+        if self._node_counts is None or now - self._node_counts[0] > self.NODE_COUNTS_FOR_S:
+            types = InstanceType.objects.annotate(n=Sum("node_groups__node_count")).values_list("name", "n")
+            self._node_counts = (now, {name: n or 0 for name, n in types})
+        return self._node_counts[1].get(instance_type, 0)
+
     def start(self, job, *, instance_type: str, nodes: list[int] | None) -> str:
-        node_count = (
-            InstanceType.objects.filter(name=instance_type).aggregate(n=Sum("node_groups__node_count"))["n"] or 0
-        )
+        node_count = self._node_count(instance_type)
         bad = [n for n in nodes or [] if not 0 <= n < node_count]
         if bad:
             raise ValueError(f"job #{job.pk}: {instance_type} has {node_count} nodes, no node {bad[0]}")

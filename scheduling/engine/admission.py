@@ -10,6 +10,7 @@ re-checked when popped, since others' admissions may have used the room. A team 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
 
 from . import preemption
 from .fairshare import dominant_share, fair_shares
@@ -91,7 +92,9 @@ class Scheduler:
         # version counts changes a plan cannot foresee, the queue version every change of a queue.
         self.state_version: dict[object, int] = {}
         self.queue_version: dict[object, int] = {}
-        self._scope_teams: dict[object, list[TeamState]] | None = None
+        # Each scope's heads in planning order, kept as queues change: (planning key, team index, head).
+        self._sorted_heads: dict[object, list[tuple]] = {}
+        self._head_entry: dict[int, tuple] = {}
         self._plan_cache: dict[object, list] = {}  # scope -> [state version, queue version, plan]
         self._trials: dict[Job, tuple[tuple, Plan]] = {}  # trial plans that let a workload in, by state
         self.protected: set[Job] = set()  # not to be evicted in this settle (their eviction would be wasted)
@@ -329,6 +332,18 @@ class Scheduler:
     def _queue_changed(self, team: TeamState) -> None:
         scope = self.scope(team)
         self.queue_version[scope] = self.queue_version.get(scope, 0) + 1
+        old = self._head_entry.get(team.idx)
+        head = team.queue.first() if team.queue.size else None
+        if old is not None and old[2] is head:
+            return
+        ordered = self._sorted_heads.setdefault(scope, [])
+        if old is not None:
+            del ordered[bisect_left(ordered, old)]
+            del self._head_entry[team.idx]
+        if head is not None:
+            entry = (planning_key(head), team.idx, head)  # the key is unique: heads never compare themselves
+            insort(ordered, entry)
+            self._head_entry[team.idx] = entry
 
     def _state_changed(self, team: TeamState) -> None:
         scope = self.scope(team)
@@ -338,19 +353,12 @@ class Scheduler:
         """Changes nothing but itself: a trial plan made under one token holds while the token is the same."""
         return (self.state_version.get(scope, 0), self.queue_version.get(scope, 0), self.now)
 
-    def _teams_in(self, scope) -> list[TeamState]:
-        if self._scope_teams is None:
-            self._scope_teams = {}
-            for t in self.teams:
-                self._scope_teams.setdefault(self.scope(t), []).append(t)
-        return self._scope_teams.get(scope, [])
-
     def heads(self, scope=...) -> list[Job]:
         """Every team's head (first pending workload in its queue order) in planning order; with `scope`,
         only the heads of that scope's teams, at most MAX_PLANNED_HEADS of them."""
-        teams = self.teams if scope is ... else self._teams_in(scope)
-        heads = sorted((t.queue.first() for t in teams if t.queue.size), key=planning_key)
-        return heads if scope is ... else heads[:MAX_PLANNED_HEADS]
+        if scope is ...:
+            return sorted((t.queue.first() for t in self.teams if t.queue.size), key=planning_key)
+        return [entry[2] for entry in self._sorted_heads.get(scope, ())[:MAX_PLANNED_HEADS]]
 
     def _crossed(self, plan: Plan, f: int, end: float) -> list:
         """The holds on flavor `f` that start before `end`: those a workload running until `end` could move."""
@@ -408,7 +416,8 @@ class Scheduler:
 
         Respected are the heads before `job` in planning order and its own team's head, except `job` itself
         and other teams' heads where the team stays within its nominal quota on every resource of the
-        chosen instance type (quota is a guarantee).
+        chosen instance type (quota is a guarantee). Only planned heads (the scope's first
+        MAX_PLANNED_HEADS) hold reservations, so only they can be delayed.
         """
         if not self.backfill:
             return None
@@ -420,15 +429,11 @@ class Scheduler:
         within = all(usage[r] + job.total[r] <= nominal[r] + EPS for r in range(len(usage)))
         key = planning_key(job)
         scope = self.scope(team)
-        rivals = []
-        if not within:
-            for t in self._teams_in(scope):
-                if t.queue.size and t is not team:
-                    head = t.queue.first()
-                    if planning_key(head) < key:
-                        rivals.append(head)
-        if own_head is not job:
-            rivals.append(own_head)
+        rivals = [
+            head
+            for _, _, head in self._sorted_heads.get(scope, ())[:MAX_PLANNED_HEADS]
+            if head is not job and (head is own_head or (not within and planning_key(head) < key))
+        ]
         if not rivals:
             self._keep_plan_if_untouched(job, f, scope)
             return None

@@ -1,7 +1,8 @@
 """Pods on nodes: best-fit placement of a gang onto one instance type's nodes.
 
-Nodes are bucketed by the free amount of one key resource (the first accelerator, else vCPUs), so finding
-the tightest node that fits a pod looks at a few buckets rather than every node.
+Nodes are bucketed by the free amount of one key resource (the first accelerator, else vCPUs), and within
+that by all their free amounts, so finding the tightest node that fits a pod looks at a few buckets rather
+than every node, and never at a node that lacks some other resource the pod needs.
 """
 
 from __future__ import annotations
@@ -17,32 +18,44 @@ class NodePool:
         accelerators = [r for r in present if is_accelerator(resources[r])]
         cpu = [r for r in present if resources[r] == "cpu"]
         self.key = (accelerators or cpu or present or [0])[0]
-        self.buckets: dict[float, set[int]] = {}
+        self.buckets: dict[float, dict[tuple, set[int]]] = {}
         for node in range(count):
             self._file(node)
 
     def _file(self, node: int) -> None:
-        self.buckets.setdefault(self.free[node][self.key], set()).add(node)
+        free = self.free[node]
+        self.buckets.setdefault(free[self.key], {}).setdefault(tuple(free), set()).add(node)
 
     def _unfile(self, node: int) -> None:
-        amount = self.free[node][self.key]
-        bucket = self.buckets[amount]
+        free = self.free[node]
+        amount, vector = free[self.key], tuple(free)
+        shapes = self.buckets[amount]
+        bucket = shapes[vector]
         bucket.discard(node)
         if not bucket:
-            del self.buckets[amount]
+            del shapes[vector]
+            if not shapes:
+                del self.buckets[amount]
 
     def place(self, per_pod, nz, pods: int, extra: dict[int, list[float]] | None = None) -> list[int] | None:
         """Nodes for every pod of a gang (best fit), or None if they do not all fit.
 
-        `extra` adds free amounts on some nodes, as if workloads there were preempted; those nodes are
-        tried first.
+        `extra` changes the free amounts on some nodes: those it adds to (as if workloads there were
+        preempted) are tried first; those it only takes from (room held for others later) are tried in their
+        usual turn, with what is left on them.
         """
         key, need = self.key, per_pod[self.key]
         boosted, order = None, ()
         if extra:
             boosted = {n: [a + b for a, b in zip(self.free[n], more, strict=True)] for n, more in extra.items()}
-            order = sorted(boosted, key=lambda n: boosted[n][key])
-        candidates = [self.buckets[k] for k in sorted(self.buckets) if k + EPS >= need]
+            order = sorted((n for n, more in extra.items() if any(b > 0 for b in more)), key=lambda n: boosted[n][key])
+        candidates = [
+            nodes
+            for k in sorted(self.buckets)
+            if k + EPS >= need
+            for vector, nodes in self.buckets[k].items()
+            if all(vector[r] + EPS >= per_pod[r] for r in nz)
+        ]
         placed: dict[int, int] = {}
         out: list[int] = []
         for _ in range(pods):
@@ -70,7 +83,12 @@ class NodePool:
 
     def pods_fit(self, need: float) -> int:
         """How many pods needing `need` of the key resource fit on the free nodes (other resources aside)."""
-        return sum(len(nodes) * int((k + EPS) // need) for k, nodes in self.buckets.items() if k + EPS >= need)
+        return sum(
+            len(nodes) * int((k + EPS) // need)
+            for k, shapes in self.buckets.items()
+            if k + EPS >= need
+            for nodes in shapes.values()
+        )
 
     def still_fits(self, nodes: list[int], per_pod, nz) -> bool:
         pods: dict[int, int] = {}

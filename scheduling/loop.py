@@ -181,7 +181,7 @@ def admission_run(*, trigger: str = "beat", wait: bool = True) -> AdmissionRun |
             now = timezone.now()
             _observe(now)
             rows = load_rows(ACTIVE_STATES + QUEUED_STATES)
-            decisions = engine.decide(snapshot_from_rows(rows, now=now))
+            decisions = engine.decide(snapshot_from_rows(rows, now=now), teams=False)
             applied = apply_decisions(decisions, rows, now=now)
             run = AdmissionRun.objects.create(
                 started_at=started,

@@ -96,12 +96,13 @@ def build_scheduler(snapshot: Snapshot) -> Scheduler:
     return s
 
 
-def decide(snapshot: Snapshot, *, estimate: tuple[str, ...] = ()) -> Decisions:
+def decide(snapshot: Snapshot, *, estimate: tuple[str, ...] = (), teams: bool = True) -> Decisions:
     """Settle `snapshot` at `snapshot.now` and return what changes and why everything else waits.
 
     `plans` gives every pending workload its rank in planning order and in its team's queue; heads with a
     reservation get their planned start. Workloads named in `estimate` also get a conservative estimated
     start from the same plan (it costs a planning pass each, so the pages ask for the one they show).
+    With `teams=False` the teams' status is left out (the admission loop does not write it).
     """
     from .warm import decisions  # the one conversion of a settled Scheduler, shared with the warm path
 
@@ -109,7 +110,7 @@ def decide(snapshot: Snapshot, *, estimate: tuple[str, ...] = ()) -> Decisions:
     was_running = {job.name for job in s.jobs.values() if job.state == RUNNING}
     s.wake_all()
     s.settle(snapshot.now)
-    return decisions(s, was_running, estimate=estimate)
+    return decisions(s, was_running, estimate=estimate, teams=teams)
 
 
 def _reasons(s: Scheduler) -> dict[str, str]:

@@ -20,6 +20,7 @@ from .queues import FINISHED, PENDING, RUNNING, Job, TeamQueue
 from .quota import EPS, FITS, INF, QuotaBook, TeamBook
 from .reservations import Extra, Plan, Planner, Timeline, end_of, planning_key
 
+MAX_PLAIN_PASSES = 4  # after a settle that needed protection from wasted evictions (see settle)
 MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
@@ -97,6 +98,7 @@ class Scheduler:
         self._head_entry: dict[int, tuple] = {}
         self._plan_cache: dict[object, list] = {}  # scope -> [state version, queue version, plan]
         self._trials: dict[Job, tuple[tuple, Plan]] = {}  # trial plans that let a workload in, by state
+        self.held_back: dict[int, list] = {}  # team -> [(head whose reservation held it back, its start)]
         self.protected: set[Job] = set()  # not to be evicted in this settle (their eviction would be wasted)
 
     # ----- workloads coming and going -------------------------------------------------------------------
@@ -221,18 +223,29 @@ class Scheduler:
 
         A workload evicted and then readmitted within the same settle would restart for nothing: the settle
         is then undone and run again with such workloads protected from eviction, so that the claimant takes
-        what their readmission would have taken instead (or waits).
+        what their readmission would have taken instead (or waits). Protection lasts only as long as it is
+        needed: once a protected settle has made progress, a plain pass follows, since work that was
+        protected may now be evicted for good (without that, settling again would still change things).
         """
         self.now = now
         start = len(self.log)
-        while True:  # each retry protects more running work, so this ends
-            self._settle_once(start)
+        protected: set[Job] = set()
+        plain_passes = 0
+        while True:  # a retry protects more running work, or spends one of the few plain passes: this ends
+            mark = len(self.log)
+            self._settle_once(mark)
             wasted = self._wasted(start) - self.protected
-            if not wasted:
+            if wasted:
+                self._undo(start)
+                protected |= wasted
+                self.protected = set(protected)
+                self.wake_all()
+            elif self.protected and len(self.log) > mark and plain_passes < MAX_PLAIN_PASSES:
+                plain_passes += 1
+                self.protected = set()
+                self.wake_all()
+            else:
                 break
-            self._undo(start)
-            self.protected |= wasted
-            self.wake_all()
         self.protected = set()
 
     def _wasted(self, start: int) -> set[Job]:
@@ -272,8 +285,10 @@ class Scheduler:
                 dirty, self.dirty = self.dirty, set()
                 for idx in dirty:
                     self._offer(self.teams[idx], heap)
-            if not heap:
+            if not heap and not (self.held_back and self._release_held()):
                 break
+            if not heap:
+                continue
             key, _, idx, version, changes, job, plan = heapq.heappop(heap)
             team = self.teams[idx]
             if version != team.version:
@@ -289,6 +304,19 @@ class Scheduler:
             budget -= 1 + len(plan[3])
             self._admit(job, plan)
             self.dirty.add(idx)
+
+    def _release_held(self) -> bool:
+        """Offer again the teams whose holding reservation moved later or went (an admission that need not
+        respect it may have moved it); others stay blocked until something is released. True if any."""
+        released = False
+        for idx, held in list(self.held_back.items()):
+            for blocker, start in held:
+                if blocker.state != PENDING or self.current_plan(self.scope(blocker.team)).start(blocker) > start + EPS:
+                    del self.held_back[idx]
+                    self.dirty.add(idx)
+                    released = True
+                    break
+        return released
 
     def _still_valid(self, job: Job, plan) -> bool:
         """A plan without victims survives others' admissions if its quota and nodes are still free and it
@@ -307,10 +335,14 @@ class Scheduler:
         """Push the team's best candidate (or return it when heap is None); block the team if it has none."""
         team.version += 1
         if team.queue.size:
+            held = []
             for job in team.queue.heads():
                 plan = self.plan(job)
-                if plan is not None and not plan[3] and self.reservation_blocker(job, plan) is not None:
-                    continue
+                if plan is not None and not plan[3]:
+                    blocker = self.reservation_blocker(job, plan)
+                    if blocker is not None:
+                        held.append((blocker, self.current_plan(self.scope(blocker.team)).start(blocker)))
+                        continue
                 if plan is not None:
                     entry = (self._key(team, job, plan), job.seq, team.idx, team.version, self.changes, job, plan)
                     if heap is not None:
@@ -318,6 +350,8 @@ class Scheduler:
                     return entry
             team.hopes_reclaim = any(self._within_nominal(job) for job in team.queue.heads())
             self.blocked.setdefault(team.group, set()).add(team.idx)
+            if held:  # reservations held it back: offered again if one of them moves (see _release_held)
+                self.held_back[team.idx] = held
         return None
 
     # ----- reservations ---------------------------------------------------------------------------------

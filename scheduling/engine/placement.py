@@ -2,10 +2,15 @@
 
 Nodes are bucketed by the free amount of one key resource (the first accelerator, else vCPUs), and within
 that by all their free amounts, so finding the tightest node that fits a pod looks at a few buckets rather
-than every node, and never at a node that lacks some other resource the pod needs.
+than every node, and never at a node that lacks some other resource the pod needs. A bucket keeps its
+nodes in ascending order and buckets are visited in order of their free amounts, so where a gang goes
+depends only on what is free where, never on the order of earlier changes (a plan kept across events
+places its holds exactly as a plan made afresh would).
 """
 
 from __future__ import annotations
+
+from bisect import bisect_left, insort
 
 from .quota import EPS, is_accelerator
 
@@ -18,20 +23,20 @@ class NodePool:
         accelerators = [r for r in present if is_accelerator(resources[r])]
         cpu = [r for r in present if resources[r] == "cpu"]
         self.key = (accelerators or cpu or present or [0])[0]
-        self.buckets: dict[float, dict[tuple, set[int]]] = {}
+        self.buckets: dict[float, dict[tuple, list[int]]] = {}
         for node in range(count):
             self._file(node)
 
     def _file(self, node: int) -> None:
         free = self.free[node]
-        self.buckets.setdefault(free[self.key], {}).setdefault(tuple(free), set()).add(node)
+        insort(self.buckets.setdefault(free[self.key], {}).setdefault(tuple(free), []), node)
 
     def _unfile(self, node: int) -> None:
         free = self.free[node]
         amount, vector = free[self.key], tuple(free)
         shapes = self.buckets[amount]
         bucket = shapes[vector]
-        bucket.discard(node)
+        del bucket[bisect_left(bucket, node)]
         if not bucket:
             del shapes[vector]
             if not shapes:
@@ -48,12 +53,14 @@ class NodePool:
         boosted, order = None, ()
         if extra:
             boosted = {n: [a + b for a, b in zip(self.free[n], more, strict=True)] for n, more in extra.items()}
-            order = sorted((n for n, more in extra.items() if any(b > 0 for b in more)), key=lambda n: boosted[n][key])
+            order = sorted(
+                (n for n, more in extra.items() if any(b > 0 for b in more)), key=lambda n: (boosted[n][key], n)
+            )
         candidates = [
             nodes
             for k in sorted(self.buckets)
             if k + EPS >= need
-            for vector, nodes in self.buckets[k].items()
+            for vector, nodes in sorted(self.buckets[k].items())
             if all(vector[r] + EPS >= per_pod[r] for r in nz)
         ]
         placed: dict[int, int] = {}

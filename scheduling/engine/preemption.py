@@ -44,14 +44,21 @@ def find_victims(s: Scheduler, job: Job, f: int):
             vec[r] += victim.total[r]
     if s.book.check(job.team.book, f, job.total, job.nz, everyone)[0] != FITS:
         return None  # not even evicting every candidate would make room in the quota
-    candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
     pool = s.pools[f]
+    if pool is not None:
+        everything = Trial(s, job, f)
+        for victim, _ in candidates:
+            everything.add(victim)
+        if everything.fits() is False:
+            return None  # nor on the nodes: evicting fewer frees less, so no search can succeed
+    candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
     if pool is not None and job.pods > 1:
         candidates = _node_by_node(job, candidates, pool)
     claimant_share = dominant_share(s.book, job.team.book, f, job.total)
     trial = Trial(s, job, f)
     chosen = []
     refused: dict[int, list] = {}  # team -> victim sizes found ineligible; evicting more never helps them
+    within = _WithinNominal(job, f)
     for victim, reason in candidates:
         seen = refused.get(victim.team.idx)
         if seen and any(all(victim.total[r] >= size[r] for r in nz) for size, nz in seen):
@@ -64,7 +71,7 @@ def find_victims(s: Scheduler, job: Job, f: int):
             continue
         trial.add(victim)
         chosen.append((victim, reason))
-        nodes = trial.fits() if _reclaimer_within_nominal(s, job, f, chosen) else False
+        nodes = trial.fits() if within.add(victim, reason) else False
         if nodes is not False:
             break
     else:
@@ -72,22 +79,24 @@ def find_victims(s: Scheduler, job: Job, f: int):
     if len(chosen) == 1:
         return chosen, nodes
     ceiling = max(victim.priority for victim, _ in chosen)
+    alone = Trial(s, job, f)  # one victim at a time: added, tried, taken out again
     for victim, reason in candidates:
         if victim.priority > ceiling:
             break
         if _eligible(s, job, victim, reason, {}, claimant_share) and _reclaimer_within_nominal(
             s, job, f, [(victim, reason)]
         ):
-            alone = Trial(s, job, f)
             alone.add(victim)
             nodes = alone.fits()
+            alone.add(victim, -1)
             if nodes is not False:
                 return [(victim, reason)], nodes
     for i in range(len(chosen) - 2, -1, -1):
         victim = chosen[i][0]
         trial.add(victim, -1)
         rest = chosen[:i] + chosen[i + 1 :]
-        if _reclaimer_within_nominal(s, job, f, rest) and trial.fits() is not False:
+        # the quick check (quota, and pods by the key resource) rules most out before a placement is tried
+        if trial.fits(quick=True) is not False and _reclaimer_within_nominal(s, job, f, rest) and trial.fits() is not False:
             del chosen[i]
         else:
             trial.add(victim, 1)
@@ -141,6 +150,27 @@ def _reclaimer_within_nominal(s: Scheduler, job: Job, f: int, chosen) -> bool:
                 freed[r] += victim.total[r]
     usage, nominal = book.usage[f], book.nominal[f]
     return all(usage[r] - freed[r] + job.total[r] <= nominal[r] + EPS for r in job.nz)
+
+
+class _WithinNominal:
+    """_reclaimer_within_nominal kept incrementally as victims are added one by one."""
+
+    def __init__(self, job: Job, f: int):
+        self.job, self.reclaims = job, False
+        book = job.team.book
+        self.usage, self.nominal = book.usage[f], book.nominal[f]
+        self.freed = [0.0] * len(job.total)
+
+    def add(self, victim: Job, reason: str) -> bool:
+        job = self.job
+        self.reclaims = self.reclaims or reason == "reclaim"
+        if victim.team is job.team:
+            for r in victim.nz:
+                self.freed[r] += victim.total[r]
+        if not self.reclaims:
+            return True
+        usage, nominal, freed = self.usage, self.nominal, self.freed
+        return all(usage[r] - freed[r] + job.total[r] <= nominal[r] + EPS for r in job.nz)
 
 
 class Trial:

@@ -218,3 +218,16 @@ def test_the_checker_can_fail():
     except AssertionError:
         return
     raise AssertionError("the invariant checker accepted a team over its quota")
+
+
+def test_a_workload_held_back_by_a_reservation_that_moves_later_is_offered_again():
+    """Found by the property above: t1's 1-GPU job waited behind t1's own head's reservation; then t0 (within
+    its quota, so not bound to respect it) took the last room that reservation counted on, moving it to
+    never. Nothing was released, yet t1's job now delays nobody: the same settle must admit it, or settling
+    again would."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "regressions" / "held-back-by-a-reservation-that-moved.json").read_text())
+    out = simulate_checked(data)
+    assert out["workloads"]["w13"]["state"] == "running"

@@ -107,7 +107,7 @@ def kueue_figures(scenario: dict, out: dict) -> dict:
     }
 
 
-def philly_scenario(shared: bool, fraction: float = 1.0, speedup: float = 1.0) -> dict:
+def philly_scenario(shared: bool, fraction: float = 1.0, speedup: float = 1.0, reclaim: str = "Any") -> dict:
     path = os.path.join(SHARED, "traces", "philly-pollux", "philly.csv")
     start, stop = datetime(2017, 10, 1), datetime(2017, 11, 30, 23, 59)
     rows = []
@@ -131,7 +131,8 @@ def philly_scenario(shared: bool, fraction: float = 1.0, speedup: float = 1.0) -
             "duration": max(1, math.ceil(float(row["duration"]))),
         })  # fmt: skip
     teams = [
-        {"name": vc, "cohort": "philly" if shared else None, "quota": {"philly-8gpu": {"count": nodes}}}
+        {"name": vc, "cohort": "philly" if shared else None, "quota": {"philly-8gpu": {"count": nodes}},
+         "reclaim_within_cohort": reclaim}
         for vc, nodes in PHILLY_NODES.items()
     ]
     return {
@@ -250,26 +251,36 @@ def starvation_figures(scenario: dict, out: dict) -> dict:
     }
 
 
-def bench_starvation(fraction: float, speedups=(4, 8)) -> list[dict]:
-    """The Philly trace in one shared cohort with arrivals compressed, backfill none vs reserve."""
+def bench_starvation(fraction: float, speedups=(4, 8), preemption=("Never", "Any")) -> list[dict]:
+    """The Philly trace in one shared cohort with arrivals compressed, backfill none vs reserve.
+
+    Twice: with no preemption between teams (reclaim_within_cohort Never: Kueue's default ClusterQueue,
+    where a gang can only wait for room, as in kubernetes-sigs/kueue#8309), and with reclaim (the portal's
+    default), where a gang within its team's quota takes back what others borrowed.
+    """
     rows = []
     print(f"\n== Starvation: Philly in one shared cohort, {fraction:g} of the trace, arrivals compressed ==")
     print(
-        f"{'speedup':>7} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9} {'gang max s':>10}"
+        f"{'reclaim':>7} {'speedup':>7} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9} {'gang max s':>10}"
         f" {'gang p99 s':>10} {'avg queue s':>11} {'GPU util %':>10}"
     )
-    for speedup in speedups:
-        for backfill in ("none", "reserve"):
-            scenario = philly_scenario(True, fraction, speedup)
-            scenario["policy"]["backfill"] = backfill
-            out, cpu = run(scenario)
-            fig = starvation_figures(scenario, out)
-            print(
-                f"{'x' + format(speedup, 'g'):>7} {backfill:>8} {len(scenario['workloads']):>6} {cpu:>7.2f}"
-                f" {fig['gangs']:>9} {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
-                f" {fig['avg_queue_s']:>11.1f} {fig['gpu_util_pct']:>10.1f}"
-            )
-            rows.append({"scenario": f"starvation-x{speedup:g}-{backfill}", "fraction": fraction, "cpu_s": cpu, **fig})
+    for reclaim in preemption:
+        for speedup in speedups:
+            for backfill in ("none", "reserve"):
+                scenario = philly_scenario(True, fraction, speedup, reclaim)
+                scenario["policy"]["backfill"] = backfill
+                out, cpu = run(scenario)
+                fig = starvation_figures(scenario, out)
+                print(
+                    f"{reclaim:>7} {'x' + format(speedup, 'g'):>7} {backfill:>8} {len(scenario['workloads']):>6}"
+                    f" {cpu:>7.2f} {fig['gangs']:>9} {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
+                    f" {fig['avg_queue_s']:>11.1f} {fig['gpu_util_pct']:>10.1f}",
+                    flush=True,
+                )
+                rows.append({
+                    "scenario": f"starvation-{reclaim.lower()}-x{speedup:g}-{backfill}", "fraction": fraction,
+                    "reclaim": reclaim, "cpu_s": cpu, **fig,
+                })  # fmt: skip
     return rows
 
 

@@ -79,24 +79,31 @@ def find_victims(s: Scheduler, job: Job, f: int):
     if len(chosen) == 1:
         return chosen, nodes
     ceiling = max(victim.priority for victim, _ in chosen)
-    alone = Trial(s, job, f)  # one victim at a time: added, tried, taken out again
+    alone = Trial(s, job, f)  # one victim at a time: added, tried (the cheap checks first), taken out again
     for victim, reason in candidates:
         if victim.priority > ceiling:
             break
-        if _eligible(s, job, victim, reason, {}, claimant_share) and _reclaimer_within_nominal(
-            s, job, f, [(victim, reason)]
+        alone.add(victim)
+        if (
+            alone.fits(quick=True) is not False
+            and _eligible(s, job, victim, reason, {}, claimant_share)
+            and _reclaimer_within_nominal(s, job, f, [(victim, reason)])
         ):
-            alone.add(victim)
             nodes = alone.fits()
-            alone.add(victim, -1)
             if nodes is not False:
                 return [(victim, reason)], nodes
+        alone.add(victim, -1)
     for i in range(len(chosen) - 2, -1, -1):
         victim = chosen[i][0]
         trial.add(victim, -1)
         rest = chosen[:i] + chosen[i + 1 :]
-        # the quick check (quota, and pods by the key resource) rules most out before a placement is tried
-        if trial.fits(quick=True) is not False and _reclaimer_within_nominal(s, job, f, rest) and trial.fits() is not False:
+        # the quick check (quota, and pods by the key resource) rules most out before a placement is tried,
+        # and where the job asks for the key resource alone it is the whole answer
+        if (
+            trial.fits(quick=True) is not False
+            and _reclaimer_within_nominal(s, job, f, rest)
+            and (trial.exact or trial.fits() is not False)
+        ):
             del chosen[i]
         else:
             trial.add(victim, 1)
@@ -185,6 +192,8 @@ class Trial:
             self.key = self.pool.key
             self.need = job.per_pod[self.key]
             self.pods_fit = self.pool.pods_fit(self.need) if self.need > 0 else job.pods
+        # pods counted by the key resource fit for sure when the job asks for nothing else
+        self.exact = self.pool is None or (self.need > 0 and set(job.nz) <= {self.key})
 
     def add(self, victim: Job, sign: int = 1) -> None:
         _take(self.removed, victim, sign)
@@ -208,13 +217,13 @@ class Trial:
 
         With `quick`, only the quota and a count of pods that fit by the key resource are checked.
         """
+        if self.pool is not None and self.pods_fit < self.job.pods:
+            return False
         code, _ = self.s.book.check(self.job.team.book, self.f, self.job.total, self.job.nz, self.removed)
         if code != FITS:
             return False
         if self.pool is None:
             return None
-        if self.pods_fit < self.job.pods:
-            return False
         if quick:
             return None
         nodes = self.pool.place(self.job.per_pod, self.job.nz, self.job.pods, self.extra)

@@ -140,8 +140,10 @@ class Scheduler:
         job.admitted_at = job.first_admitted_at = since
 
     def finish(self, job: Job, now: float) -> None:
-        # Work that ends when it was expected to end changes nothing a plan did not foresee.
-        self._stop(job, as_planned=job.duration is not None and abs(job.admitted_at + job.duration - now) <= EPS)
+        # Work that ends when it was expected to end, or later, changes nothing a plan did not foresee: the
+        # plan supposed it gone from its expected end (or from when it was made), and no hold starts before
+        # now in a plan still kept (see current_plan). Work that ends early frees room a plan did not count.
+        self._stop(job, as_planned=job.duration is not None and now >= job.admitted_at + job.duration - EPS)
         job.state = FINISHED
         job.finished_at = now
 

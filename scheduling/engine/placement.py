@@ -24,16 +24,26 @@ class NodePool:
         cpu = [r for r in present if resources[r] == "cpu"]
         self.key = (accelerators or cpu or present or [0])[0]
         self.buckets: dict[float, dict[tuple, list[int]]] = {}
+        self._moved: dict[int, tuple] = {}  # nodes changed since they were filed -> the vector they are filed by
         for node in range(count):
             self._file(node)
+
+    def _refile(self) -> None:
+        """File again the nodes whose free amounts changed since the buckets were last read (a plan takes
+        and gives back the same room many times between two placements)."""
+        for node, vector in self._moved.items():
+            free = self.free[node]
+            if tuple(free) != vector:
+                self._unfile(node, vector)
+                self._file(node)
+        self._moved.clear()
 
     def _file(self, node: int) -> None:
         free = self.free[node]
         insort(self.buckets.setdefault(free[self.key], {}).setdefault(tuple(free), []), node)
 
-    def _unfile(self, node: int) -> None:
-        free = self.free[node]
-        amount, vector = free[self.key], tuple(free)
+    def _unfile(self, node: int, vector: tuple) -> None:
+        amount = vector[self.key]
         shapes = self.buckets[amount]
         bucket = shapes[vector]
         del bucket[bisect_left(bucket, node)]
@@ -49,6 +59,8 @@ class NodePool:
         preempted) are tried first; those it only takes from (room held for others later) are tried in their
         usual turn, with what is left on them.
         """
+        if self._moved:
+            self._refile()
         key, need = self.key, per_pod[self.key]
         boosted, order = None, ()
         if extra:
@@ -90,6 +102,8 @@ class NodePool:
 
     def pods_fit(self, need: float) -> int:
         """How many pods needing `need` of the key resource fit on the free nodes (other resources aside)."""
+        if self._moved:
+            self._refile()
         return sum(
             len(nodes) * int((k + EPS) // need)
             for k, shapes in self.buckets.items()
@@ -104,13 +118,14 @@ class NodePool:
         return all(self.free[node][r] - count * per_pod[r] >= -EPS for node, count in pods.items() for r in nz)
 
     def take(self, nodes: list[int], per_pod, nz, sign: int = 1) -> None:
+        moved = self._moved
         for node in nodes:
-            self._unfile(node)
             free = self.free[node]
+            if node not in moved:
+                moved[node] = tuple(free)
             for r in nz:
                 amount = free[r] - sign * per_pod[r]
                 free[r] = 0.0 if -EPS < amount < EPS else amount
-            self._file(node)
 
     def release(self, nodes: list[int], per_pod, nz) -> None:
         self.take(nodes, per_pod, nz, sign=-1)

@@ -159,7 +159,7 @@ class Planner:
                     others.append((hold.end, HOLD_END, -(10**9) - i, hold.job, hold.nodes))
             others.sort(key=_order)
             events = _merge(events, others)
-        timeline = Timeline(s, f)
+        timeline = Timeline(s, f, lazy=True)  # nodes are brought up to date only where the quota fits
         try:
             i, n = 0, len(events)
             now = s.now
@@ -188,6 +188,7 @@ class Planner:
         team = job.team.book
         if s.book.check(team, f, job.total, job.nz)[0] != FITS:
             return None
+        timeline.sync()
         pool = s.pools[f]
         if pool is not None and job.per_pod[pool.key] > 0 and pool.pods_fit(job.per_pod[pool.key]) < job.pods:
             return None
@@ -207,6 +208,7 @@ class Planner:
         mark = timeline.mark()
         lowest: dict[int, list[float]] = {}
         at_start: dict[int, list[float]] = {}
+        lazy, timeline.lazy = timeline.lazy, False  # free amounts are read at each instant here
         try:
             j = i
             while j <= last:
@@ -233,6 +235,7 @@ class Planner:
                                 low[r] = free[r]
         finally:
             timeline.undo(mark)
+            timeline.lazy = lazy
         if pool is None:
             return None, True
         extra = {node: [lo - st for lo, st in zip(lowest[node], at_start[node], strict=True)] for node in lowest}
@@ -258,11 +261,17 @@ def _merge(events: list, others: list) -> list:
 
 
 class Timeline:
-    """Ends and holds applied onto the live quota book and node pools, with an undo log."""
+    """Ends and holds applied onto the live quota book and node pools, with an undo log.
 
-    def __init__(self, s: Scheduler, f: int | None):
+    A lazy timeline applies each change to the quota book at once but to the nodes only at `sync()`: the
+    earliest-start search steps through many instants where the quota alone rules the job out.
+    """
+
+    def __init__(self, s: Scheduler, f: int | None, lazy: bool = False):
         self.s, self.f = s, f
         self.log: list[tuple] = []
+        self.lazy = lazy
+        self.synced = 0  # entries of the log before this one have reached the nodes
 
     def apply(self, event) -> None:
         _, kind, _, job, nodes = event
@@ -270,10 +279,17 @@ class Timeline:
 
     def put(self, job: Job, f: int, nodes, sign: int) -> None:
         self.s.book.apply(job.team.book, f, job.total, job.nz, sign)
-        pool = self.s.pools[f]
-        if pool is not None and nodes:
-            pool.take(nodes, job.per_pod, job.nz, sign)
         self.log.append((job, f, nodes, sign))
+        if not self.lazy:
+            self.sync()
+
+    def sync(self) -> None:
+        log, pools = self.log, self.s.pools
+        for k in range(self.synced, len(log)):
+            job, f, nodes, sign = log[k]
+            if pools[f] is not None and nodes:
+                pools[f].take(nodes, job.per_pod, job.nz, sign)
+        self.synced = len(log)
 
     def mark(self) -> int:
         return len(self.log)
@@ -283,5 +299,7 @@ class Timeline:
         while len(log) > mark:
             job, f, nodes, sign = log.pop()
             book.apply(job.team.book, f, job.total, job.nz, -sign)
-            if pools[f] is not None and nodes:
-                pools[f].take(nodes, job.per_pod, job.nz, -sign)
+            if len(log) < self.synced:
+                self.synced = len(log)
+                if pools[f] is not None and nodes:
+                    pools[f].take(nodes, job.per_pod, job.nz, -sign)

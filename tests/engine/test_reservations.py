@@ -200,6 +200,14 @@ def test_a_plan_left_behind_by_time_or_overdue_work_is_made_again():
         s.settle(now)
         fresh = s.planner.plan(s.heads(s.scope(s.teams[0])))
         assert _holds(s.current_plan()) == _holds(fresh) == {"g": (max(now, 30.0), 0)}
+    s.finish(s.jobs["r1"], 36.0)  # late: the plan had supposed it gone, and kept holds start no earlier
+    s.now = 36.0
+    assert _holds(s.current_plan()) == _holds(s.planner.plan(s.heads(s.scope(s.teams[0])))) == {"g": (36.0, 0)}
+    s.settle(36.0)  # g still waits for r2
+    assert s.jobs["g"].state == "pending"
+    s.finish(s.jobs["r2"], 37.0)
+    s.settle(37.0)
+    assert s.jobs["g"].state == "running"
 
 
 def test_a_hold_kept_across_events_sits_on_the_nodes_a_fresh_plan_chooses():

@@ -107,7 +107,9 @@ def kueue_figures(scenario: dict, out: dict) -> dict:
     }
 
 
-def philly_scenario(shared: bool, fraction: float = 1.0, speedup: float = 1.0, reclaim: str = "Any") -> dict:
+def philly_scenario(
+    shared: bool, fraction: float = 1.0, speedup: float = 1.0, reclaim: str = "Any", one_queue: bool = False
+) -> dict:
     path = os.path.join(SHARED, "traces", "philly-pollux", "philly.csv")
     start, stop = datetime(2017, 10, 1), datetime(2017, 11, 30, 23, 59)
     rows = []
@@ -135,6 +137,10 @@ def philly_scenario(shared: bool, fraction: float = 1.0, speedup: float = 1.0, r
          "reclaim_within_cohort": reclaim}
         for vc, nodes in PHILLY_NODES.items()
     ]
+    if one_queue:  # every job in one queue owning the whole cluster: gangs meet the small jobs head on
+        teams = [{"name": "philly", "cohort": None, "quota": {"philly-8gpu": {"count": sum(PHILLY_NODES.values())}}}]
+        for w in workloads:
+            w["team"] = "philly"
     return {
         "cluster": {"instance_types": [{"name": "philly-8gpu", "count": 352, "capacity": {"gpu": 8}}]},
         "policy": {"task_prioritization": "fcfs", "idle_compute": "fair-share"},
@@ -251,35 +257,39 @@ def starvation_figures(scenario: dict, out: dict) -> dict:
     }
 
 
-def bench_starvation(fraction: float, speedups=(4, 8), preemption=("Never", "Any")) -> list[dict]:
-    """The Philly trace in one shared cohort with arrivals compressed, backfill none vs reserve.
+def bench_starvation(fraction: float, speedups=(4, 8), modes=("Never", "Any", "one queue")) -> list[dict]:
+    """The Philly trace with arrivals compressed, backfill none vs reserve, in three set-ups.
 
-    Twice: with no preemption between teams (reclaim_within_cohort Never: Kueue's default ClusterQueue,
-    where a gang can only wait for room, as in kubernetes-sigs/kueue#8309), and with reclaim (the portal's
-    default), where a gang within its team's quota takes back what others borrowed.
+    "Never": the virtual clusters as teams of one shared cohort with no preemption between them
+    (reclaim_within_cohort Never: Kueue's default ClusterQueue, where a gang can only wait for room, as in
+    kubernetes-sigs/kueue#8309). "Any": the same with reclaim (the portal's default): a gang within its
+    team's quota takes back what others borrowed. "one queue": every job in a single queue that owns the
+    cluster, so gangs and small jobs meet head on.
     """
     rows = []
-    print(f"\n== Starvation: Philly in one shared cohort, {fraction:g} of the trace, arrivals compressed ==")
+    print(f"\n== Starvation: Philly, {fraction:g} of the trace, arrivals compressed ==")
     print(
-        f"{'reclaim':>7} {'speedup':>7} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9} {'gang max s':>10}"
-        f" {'gang p99 s':>10} {'avg queue s':>11} {'GPU util %':>10}"
+        f"{'set-up':>9} {'speedup':>7} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9} {'gang max s':>10}"
+        f" {'gang p99 s':>10} {'avg queue s':>11} {'GPU util %':>10}",
+        flush=True,
     )
-    for reclaim in preemption:
+    for mode in modes:
         for speedup in speedups:
             for backfill in ("none", "reserve"):
-                scenario = philly_scenario(True, fraction, speedup, reclaim)
+                one = mode == "one queue"
+                scenario = philly_scenario(True, fraction, speedup, "Any" if one else mode, one_queue=one)
                 scenario["policy"]["backfill"] = backfill
                 out, cpu = run(scenario)
                 fig = starvation_figures(scenario, out)
                 print(
-                    f"{reclaim:>7} {'x' + format(speedup, 'g'):>7} {backfill:>8} {len(scenario['workloads']):>6}"
+                    f"{mode:>9} {'x' + format(speedup, 'g'):>7} {backfill:>8} {len(scenario['workloads']):>6}"
                     f" {cpu:>7.2f} {fig['gangs']:>9} {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
                     f" {fig['avg_queue_s']:>11.1f} {fig['gpu_util_pct']:>10.1f}",
                     flush=True,
                 )
                 rows.append({
-                    "scenario": f"starvation-{reclaim.lower()}-x{speedup:g}-{backfill}", "fraction": fraction,
-                    "reclaim": reclaim, "cpu_s": cpu, **fig,
+                    "scenario": f"starvation-{mode.replace(' ', '-').lower()}-x{speedup:g}-{backfill}",
+                    "fraction": fraction, "setup": mode, "cpu_s": cpu, **fig,
                 })  # fmt: skip
     return rows
 

@@ -243,7 +243,11 @@ class Scheduler:
                 self.protected = set(protected)
                 self.wake_all()
             elif self.protected and len(self.log) > mark and plain_passes < MAX_PLAIN_PASSES:
+                # What the protected settle did stands; from here the settle starts afresh, unprotected, as
+                # settling again would (undoing back past it would only find the same waste again).
                 plain_passes += 1
+                start = len(self.log)
+                protected = set()
                 self.protected = set()
                 self.wake_all()
             else:
@@ -492,7 +496,7 @@ class Scheduler:
         keep = next((k for k, h in enumerate(heads) if id(base.holds.get(h)) in crossed_set), len(heads))
         rival_set = set(rivals)
         last = max((k for k, h in enumerate(heads) if h in rival_set), default=-1)
-        trial = self.planner.plan(heads[: last + 1], Extra(job, f, nodes, end), base, keep)
+        trial = self.planner.plan(heads[: last + 1], Extra(job, f, nodes, end), base, keep, rival_set)
         late = [h for h in rivals if trial.start(h) > base.start(h) + EPS]
         if late:
             return min(late, key=planning_key)

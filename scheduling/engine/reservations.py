@@ -68,12 +68,25 @@ class Planner:
 
     # ----- the plan -------------------------------------------------------------------------------------
 
-    def plan(self, heads: list[Job], extra: Extra | None = None, prior: Plan | None = None, keep: int = 0) -> Plan:
+    def plan(
+        self,
+        heads: list[Job],
+        extra: Extra | None = None,
+        prior: Plan | None = None,
+        keep: int = 0,
+        rivals: frozenset | set = frozenset(),
+    ) -> Plan:
         """Plan `heads` (already in planning order); `extra` is applied first as if admitted now. The first
         `keep` heads take their holds from `prior` unchanged (the caller knows they cannot move).
 
         Holds that start now are applied to the book and pools for the rest of the pass (and undone at its
         end), so each later head starts from that state instead of replaying them.
+
+        A trial (`extra` with `prior`, the plan without it) only takes room away. While every head before
+        one holds what it held in `prior` and `extra` is not one of them, that head cannot start earlier than
+        in `prior` (whether a job fits grows with the room free), so its search begins at its prior start.
+        A head of `rivals` that cannot start by its prior start ends the trial there: the caller asks only
+        whether one is delayed, and the first delayed is the answer.
         """
         s = self.s
         now = s.now
@@ -87,6 +100,7 @@ class Planner:
                 ends.setdefault(extra.f, []).append(
                     (max(extra.end, now), RELEASE, extra.job.seq, extra.job, extra.nodes)
                 )
+        monotone = extra is not None and prior is not None and extra.job not in prior.holds
         try:
             for k, head in enumerate(heads):
                 best = None
@@ -96,13 +110,24 @@ class Planner:
                     if best is not None:
                         self._hold(best, k, held, future, ends)
                     continue
+                floor = prior.start(head) if monotone else now
+                deadline = prior.start(head) if head in rivals else INF
+                if floor == INF:  # it could not start before; with less room it cannot now
+                    holds[head] = None
+                    if head in rivals:
+                        return Plan(heads[: k + 1], holds)
+                    continue
                 for f in s.flavors_for(head):
-                    found = self.earliest(head, f, future.get(f, ()), ends.get(f, ()))
+                    found = self.earliest(head, f, future.get(f, ()), ends.get(f, ()), floor, deadline)
                     if found is not None and (best is None or found.start < best.start - EPS):
                         best = found
                 holds[head] = best
+                if best is None and deadline != INF:  # a rival delayed: the trial has its answer
+                    return Plan(heads[: k + 1], holds)
                 if best is not None:
                     self._hold(best, k, held, future, ends)
+                if monotone and not _same_hold(best, prior.holds.get(head)):
+                    monotone = False
             return Plan(heads, holds)
         finally:
             held.undo(0)
@@ -136,9 +161,13 @@ class Planner:
         self._releases[key] = (version, out)
         return out
 
-    def earliest(self, job: Job, f: int, holds=(), ends=()) -> Hold | None:
+    def earliest(
+        self, job: Job, f: int, holds=(), ends=(), not_before: float = 0.0, not_after: float = INF
+    ) -> Hold | None:
         """The earliest hold for `job` on flavor `f`, the state being the current one plus what started now;
-        `holds` are the earlier heads' later holds there, `ends` when what started now ends."""
+        `holds` are the earlier heads' later holds there, `ends` when what started now ends. The search
+        looks at no instant before `not_before` (the caller knows it cannot fit there) and gives up (None)
+        past `not_after`."""
         s = self.s
         team = job.team.book
         pool = s.pools[f]
@@ -167,6 +196,11 @@ class Planner:
                 timeline.apply(events[i])
                 i += 1
             at = now
+            if not_before > now + EPS:  # skip to the last instant at or before it without trying any
+                while i < n and events[i][0] <= not_before + EPS:
+                    at = events[i][0]
+                    timeline.apply(events[i])
+                    i += 1
             while True:
                 found = self._try(job, f, at, events, i, timeline)
                 if found is not None:
@@ -176,6 +210,8 @@ class Planner:
                 if i >= n:
                     return None
                 at = events[i][0]
+                if at > not_after + EPS:
+                    return None
                 while i < n and events[i][0] == at:
                     timeline.apply(events[i])
                     i += 1
@@ -241,6 +277,12 @@ class Planner:
         extra = {node: [lo - st for lo, st in zip(lowest[node], at_start[node], strict=True)] for node in lowest}
         nodes = pool.place(job.per_pod, job.nz, job.pods, extra)
         return None if nodes is None else (nodes, True)
+
+
+def _same_hold(a: Hold | None, b: Hold | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.f == b.f and abs(a.start - b.start) <= EPS and a.end == b.end and a.nodes == b.nodes
 
 
 def _order(event) -> tuple:

@@ -228,6 +228,23 @@ def test_a_workload_held_back_by_a_reservation_that_moves_later_is_offered_again
     import json
     from pathlib import Path
 
-    data = json.loads((Path(__file__).parent / "regressions" / "held-back-by-a-reservation-that-moved.json").read_text())
+    data = json.loads(
+        (Path(__file__).parent / "regressions" / "held-back-by-a-reservation-that-moved.json").read_text()
+    )
     out = simulate_checked(data)
     assert out["workloads"]["w13"]["state"] == "running"
+
+
+def test_a_plain_pass_after_a_protected_settle_starts_from_what_it_did():
+    """Found by the property above: t0's 2-GPU job could take room only by evicting a 1-GPU job that the
+    same settle readmitted on the other instance type; protected from that, the settle admitted w11 on p.
+    The plain pass that followed undid everything back to the settle's start and found the same waste again,
+    so the settle ended protected and settling again evicted w12 for w3. The plain pass must start from what
+    the protected settle did, as settling again does."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "regressions" / "protected-settle-then-plain-settle.json").read_text())
+    out = simulate_checked(data)
+    assert out["workloads"]["w3"]["state"] == "running"
+    assert out["workloads"]["w11"]["state"] == "running"

@@ -13,7 +13,7 @@ and node pools, checks with the same `check` and `place` the admission uses, and
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from typing import TYPE_CHECKING
 
 from .quota import EPS, FITS, INF
@@ -188,6 +188,9 @@ class Planner:
                     others.append((hold.end, HOLD_END, -(10**9) - i, hold.job, hold.nodes))
             others.sort(key=_order)
             events = _merge(events, others)
+            starts = [j for j, e in enumerate(events) if e[1] == HOLD_START] if holds else []
+        else:
+            starts = []
         timeline = Timeline(s, f, lazy=True)  # nodes are brought up to date only where the quota fits
         try:
             i, n = 0, len(events)
@@ -202,7 +205,7 @@ class Planner:
                     timeline.apply(events[i])
                     i += 1
             while True:
-                found = self._try(job, f, at, events, i, timeline)
+                found = self._try(job, f, at, events, i, timeline, starts)
                 if found is not None:
                     nodes, _ = found
                     waits_for = [e[3] for e in events[:i] if e[0] == at and at > now and e[1] != HOLD_START]
@@ -218,8 +221,9 @@ class Planner:
         finally:
             timeline.undo(0)
 
-    def _try(self, job: Job, f: int, at: float, events, i: int, timeline: Timeline):
-        """(nodes, True) if `job` fits from `at` throughout its run, else None. The state is the one at `at`."""
+    def _try(self, job: Job, f: int, at: float, events, i: int, timeline: Timeline, starts=()):
+        """(nodes, True) if `job` fits from `at` throughout its run, else None. The state is the one at `at`;
+        `starts` are the places in `events` of the holds that start (only they can stop a run that began)."""
         s = self.s
         team = job.team.book
         if s.book.check(team, f, job.total, job.nz)[0] != FITS:
@@ -230,11 +234,10 @@ class Planner:
             return None
         end = end_of(job, at)
         last = None
-        for j in range(i, len(events)):
+        for j in starts[bisect_left(starts, i) :]:
             if events[j][0] >= end - EPS:
                 break
-            if events[j][1] == HOLD_START:
-                last = j
+            last = j
         if last is None:
             if pool is None:
                 return None, True

@@ -6,7 +6,8 @@ Builds the data once in its own database (BENCH_PAGES_DATABASE_URL, default port
 emptied), then requests each page --repeat times and prints p50 / p95 / max in milliseconds and the
 number of queries per page. Goal: each under 300 ms. Prints; never asserts.
 
-Usage: .venv/bin/python bench/pages.py [--teams 1000] [--pending 50000] [--repeat 20]
+Usage: .venv/bin/python bench/pages.py [--teams 1000] [--pending 50000] [--repeat 20] [--db URL] [--keep]
+  --keep  reuse the data a previous run built in the same database (when its counts match)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def parse_args():
     p.add_argument("--running", type=int, default=2000)
     p.add_argument("--runs", type=int, default=20000, help="AdmissionRun rows (a busy day of passes)")
     p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--keep", action="store_true", help="reuse the data of a previous run in the same database")
     p.add_argument(
         "--db",
         default=os.environ.get("BENCH_PAGES_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal_h11_pages"),
@@ -111,6 +113,19 @@ def build(args) -> dict:
     return {"admin": admin, "probe": probe}
 
 
+def kept(args) -> dict | None:
+    """The world a previous run built, if the database holds one of the same size."""
+    from quotas.models import Team, User
+    from scheduling.models import Job
+
+    admin = User.objects.filter(username="bench-admin").first()
+    if admin is None or Team.objects.count() != args.teams:
+        return None
+    if Job.objects.filter(state="pending").count() != args.pending:
+        return None
+    return {"admin": admin, "probe": Job.objects.filter(state="pending").order_by("-pk").first()}
+
+
 def measure(client, url: str, repeat: int) -> dict:
     from django.db import connection
 
@@ -155,7 +170,7 @@ def main():
     from django.test import Client
 
     t0 = time.perf_counter()
-    world = build(args)
+    world = (kept(args) if args.keep else None) or build(args)
     print(f"built {args.teams} teams, {args.pending} pending + {args.running} running jobs, {args.runs} passes "
           f"in {time.perf_counter() - t0:.0f} s")  # fmt: skip
     client = Client()

@@ -2,7 +2,7 @@
 
 from collections import defaultdict
 
-from django.db.models import Count, Prefetch, Sum
+from django.db.models import Count, Sum
 
 from quotas.models import ComputeAllocation, ConfigVersion, InstanceType, NodeGroup, Team
 
@@ -109,45 +109,45 @@ def use_percentages(quota: dict[str, float], usage: dict[str, float]) -> list[di
     return out
 
 
-def team_list(user):
-    """Teams the user may see, each with its members, allocations and standing (quota, usage, borrowed,
-    lent, fair share, pending) summed over instance types. A fixed number of queries for any team count."""
-    from scheduling.status import team_statuses  # the engine's view; quotas must not import it at load time
+def team_list(user) -> list[dict]:
+    """Teams the user may see, each with its member count and standing (quota, usage, borrowed, lent, fair
+    share, pending) summed over instance types, with the keys the team table sorts by. The standing is the one
+    the scheduler published (scheduling.status.page_team_statuses): a fixed number of queries for any team count."""
+    from scheduling.status import page_team_statuses  # the engine's view; quotas must not import it at load time
 
-    teams = list(
-        Team.objects.visible_to(user)
-        .annotate(member_count=Count("members", distinct=True))
-        .prefetch_related(Prefetch("allocations", queryset=ComputeAllocation.objects.select_related("instance_type")))
-        .order_by("name")
-    )
-    statuses = team_statuses()
+    teams = list(Team.objects.visible_to(user).annotate(member_count=Count("members", distinct=True)).order_by("name"))
+    statuses = page_team_statuses([team.name for team in teams])
     rows = []
     for team in teams:
         standing = statuses.get(team.name)
-        metrics = {}
+        metrics, keys = {}, {}
         for metric in ("quota", "usage", "borrowed", "lent", "fair_share"):
-            per_type = getattr(standing, metric, {}) if standing else {}
-            totals = _accelerator_totals(per_type, {})
+            totals = _accelerator_totals(getattr(standing, metric, {}) if standing else {}, {})
             metrics[metric] = headline(totals)
+            keys[metric] = (totals.get("gpu", 0) + totals.get("neuron", 0), totals.get("cpu", 0))
         rows.append(
             {
                 "team": team,
+                "name": team.name,
+                "sharing": team.sharing,
+                "weight": team.fair_share_weight,
                 "metrics": metrics,
+                "keys": keys,
                 "pending": standing.pending if standing else 0,
+                "members": team.member_count,
                 "use": use_percentages(
                     _accelerator_totals(standing.quota if standing else {}, {}),
                     _accelerator_totals(standing.usage if standing else {}, {}),
                 ),
-                "allocations": list(team.allocations.all()),
             }
         )
     return rows
 
 
 def team_standing(team: Team):
-    from scheduling.status import team_statuses
+    from scheduling.status import page_team_statuses
 
-    return team_statuses().get(team.name)
+    return page_team_statuses([team.name]).get(team.name)
 
 
 def standing_table(standing, types: list[InstanceType]) -> list[dict]:

@@ -1,0 +1,321 @@
+"""The engine's plan, published: what the pages read instead of planning the whole cluster per request.
+
+The scheduler process (scheduling/warm.py) publishes after each pass that changed something, the cold
+admission loop (scheduling/loop.py) after each run: every pending job's place in the engine's planning order
+and in its team's queue, the heads' reservations, the estimates pages asked for, and every team's standing,
+all as the engine's own Decisions said (engine.warm.decisions / engine.decide). One row per publication
+(PublishedPlan), compact: the planning order as packed job ids, the rest small JSON maps.
+
+A page takes the latest publication when it is current (`latest()`): planned under the configuration that
+holds now, reflecting every job event older than LAG_SECONDS, and confirmed by its publisher within
+FRESH_SECONDS. Otherwise, or when it lacks what the page shows (a job submitted since, an estimate nobody
+asked for yet), the page asks the engine as before (engine.standing on a fresh snapshot) and publishes that,
+so the next page reads it; the estimate it asked for is carried into the scheduler's next publications.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from array import array
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Max
+from django.db.models.fields.json import KeyTransform
+from django.utils import timezone
+
+from scheduling import engine
+from scheduling.engine import warm as engine_warm
+from scheduling.models import JobEvent, PublishedPlan
+
+log = logging.getLogger(__name__)
+
+FRESH_SECONDS = 60.0  # not confirmed by its publisher for this long: not used (an idle scheduler passes every 15 s)
+LAG_SECONDS = 30.0  # a job event older than this that the publication does not reflect makes it stale
+CONFIRM_SECONDS = 1.0  # the scheduler confirms the latest publication at most this often
+REPUBLISH_SECONDS = 30.0  # and publishes afresh at least this often (time moves the plan: work overruns)
+KEEP = 3  # publications kept (the newest is read; older ones only serve reads that began before it)
+ASKED_MAX = 50  # estimates carried into later publications (each costs the scheduler a trial plan)
+ASKED_SECONDS = 600.0  # an estimate no page asked for again in this long is dropped
+COST_SHARE = 10  # a costly publication waits this many times its own cost after the previous one
+COSTLY_S = 0.05  # cheaper than this, every pass that changed something publishes
+
+
+# --- writing ------------------------------------------------------------------------------------------------
+
+
+def _finite(value):
+    """JSON for PostgreSQL: infinity as the string "inf" (read back by _number)."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _number(value):
+    if value == "inf":
+        return math.inf
+    if value == "-inf":
+        return -math.inf
+    if isinstance(value, dict):
+        return {k: _number(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_number(v) for v in value]
+    return value
+
+
+JOB, TEAM = "j", "t:"  # key prefixes in the JSON maps: a key of digits alone would be read as an array index
+TEAM_FIELDS = ("quota", "borrowing_limit", "usage", "borrowed", "lent", "fair_share", "pending", "borrowable")
+
+
+def publish(
+    decisions: engine.Decisions,
+    *,
+    engine_now: float,
+    event_top: int,
+    config: tuple,
+    source: str,
+    asked: dict[str, float] | None = None,
+) -> PublishedPlan | None:
+    """Write what `decisions` say about the pending jobs and the teams (decisions.teams may be empty: then the
+    pages that show teams compute them). A page's publication never replaces a newer one."""
+    if source == "page" and PublishedPlan.objects.filter(event_top__gt=event_top).exists():
+        return None
+    plans = sorted(decisions.plans.items(), key=lambda item: item[1].rank)
+    order = array("q", (int(name) for name, _ in plans))
+    team_ranks = array("i", (plan.team_rank for _, plan in plans))
+    holds = {
+        JOB + name: [plan.planned_start, plan.instance_type, plan.waits_for]
+        for name, plan in plans
+        if plan.planned_start is not None
+    }
+    asked = asked or {}
+    estimates = {
+        JOB + name: [decisions.plans[name].estimated_start, decisions.plans[name].instance_type, at]
+        for name, at in asked.items()
+        if name in decisions.plans and not decisions.plans[name].head
+    }
+    teams = {TEAM + name: {f: getattr(status, f) for f in TEAM_FIELDS} for name, status in decisions.teams.items()}
+    now = timezone.now()
+    row = PublishedPlan.objects.create(
+        published_at=now,
+        confirmed_at=now,
+        source=source,
+        config=repr(config),
+        event_top=event_top,
+        engine_now=engine_now,
+        order=order.tobytes(),
+        team_ranks=team_ranks.tobytes(),
+        queued={TEAM + name: status.pending for name, status in decisions.teams.items()},
+        holds=_finite(holds),
+        estimates=_finite(estimates),
+        teams=_finite(teams) if teams else None,
+    )
+    PublishedPlan.objects.filter(pk__lte=row.pk - KEEP).delete()
+    return row
+
+
+def asked() -> dict[str, float]:
+    """The estimates pages asked for lately (job name -> when), newest first, to carry into a publication."""
+    row = PublishedPlan.objects.order_by("-pk").values_list("estimates", flat=True).first()
+    if not row:
+        return {}
+    horizon = time.time() - ASKED_SECONDS
+    recent = sorted(((key[len(JOB) :], e[2]) for key, e in row.items() if e[2] >= horizon), key=lambda e: -e[1])
+    return dict(recent[:ASKED_MAX])
+
+
+def max_event_id() -> int:
+    return JobEvent.objects.aggregate(top=Max("pk"))["top"] or 0
+
+
+def current_config() -> tuple:
+    from scheduling.warm import config_fingerprint  # the scheduler's own test of "the configuration changed"
+
+    return config_fingerprint()
+
+
+# --- the publishers: the scheduler process and the cold loop -----------------------------------------------
+
+
+class _Pace:
+    """When the scheduler process last published, what it cost, and whether a change waits to be published."""
+
+    def __init__(self):
+        self.at = 0.0
+        self.cost = 0.0
+        self.pending_change = False
+        self.published = False
+        self.confirmed_at = 0.0
+        self.confirmed_top = 0
+
+    def due(self) -> bool:
+        return self.cost < COSTLY_S or time.monotonic() - self.at >= COST_SHARE * self.cost
+
+
+_pace = _Pace()
+
+
+def after_pass(state, result, applied, now) -> None:
+    """The scheduler process, after a pass committed: publish its plan if the pass changed anything (at most
+    about a COST_SHARE-th of the scheduler's time), else confirm the latest publication is still current."""
+    try:
+        top = max([state.top, *(event.pk for event in applied.events if event.pk)])
+        changed = result.admitted or result.preempted or result.changed_jobs or result.rebuilt
+        changed = changed or time.monotonic() - _pace.at >= REPUBLISH_SECONDS
+        if changed or _pace.pending_change:
+            if not _pace.due():
+                _pace.pending_change = True
+                return
+            t0 = time.monotonic()
+            want = asked()
+            decisions = engine_warm.decisions(state.scheduler, set(), teams=True, explain_only=(), estimate=tuple(want))
+            publish(
+                decisions,
+                engine_now=now.timestamp(),
+                event_top=top,
+                config=state.fingerprint,
+                source="warm",
+                asked=want,
+            )
+            _pace.at, _pace.cost = time.monotonic(), time.monotonic() - t0
+            _pace.pending_change, _pace.published = False, True
+            _pace.confirmed_at, _pace.confirmed_top = time.monotonic(), top
+        elif _pace.published and _confirm_due(top):
+            # nothing the plan depends on changed since it was published (by this pass or a page since)
+            newest = PublishedPlan.objects.order_by("-pk").values_list("pk", flat=True).first()
+            PublishedPlan.objects.filter(pk=newest, event_top__lte=top, config=repr(state.fingerprint)).update(
+                confirmed_at=timezone.now(), event_top=top
+            )
+            _pace.confirmed_at, _pace.confirmed_top = time.monotonic(), top
+    except Exception:
+        log.exception("publishing the scheduler's plan failed; pages compute it themselves meanwhile")
+
+
+def _confirm_due(top: int) -> bool:
+    since = time.monotonic() - _pace.confirmed_at
+    return since >= CONFIRM_SECONDS and (top != _pace.confirmed_top or since >= FRESH_SECONDS / 4)
+
+
+def after_run(decisions: engine.Decisions, *, now) -> None:
+    """The cold loop, inside its run's transaction after writing the decisions: publish them (in a savepoint:
+    a failure here never undoes the run)."""
+    try:
+        with transaction.atomic():
+            config = current_config()
+            publish(decisions, engine_now=now.timestamp(), event_top=max_event_id(), config=config, source="loop",
+                    asked={name: at for name, at in asked().items() if name in decisions.plans})  # fmt: skip
+    except Exception:
+        log.exception("publishing the loop's plan failed; pages compute it themselves meanwhile")
+
+
+# --- reading ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JobInPlan:
+    plan: engine.Plan
+    team_queued: int
+    cluster_queued: int
+
+
+def latest(*fields: str):
+    """The newest publication with only `fields` loaded (plus what the freshness test reads), when it is
+    current; None when there is none, or it is stale (see the module's docstring)."""
+    row = PublishedPlan.objects.only("pk", "confirmed_at", "config", "event_top", *fields).order_by("-pk").first()
+    if row is None:
+        return None
+    now = timezone.now()
+    if (now - row.confirmed_at).total_seconds() > FRESH_SECONDS:
+        return None
+    unseen = JobEvent.objects.filter(pk__gt=row.event_top).order_by("pk").values_list("at", flat=True).first()
+    if unseen is not None and (now - unseen).total_seconds() > LAG_SECONDS:
+        return None
+    if row.config != repr(current_config()):
+        return None
+    return row
+
+
+def job_in_plan(job) -> JobInPlan | None:
+    """The job's place and start in the current publication; None when there is none or it lacks them (a job
+    newer than it, or a non-head's estimate nobody asked for yet)."""
+    name = str(job.pk)
+    row = latest("order", "team_ranks", "engine_now")
+    if row is None:
+        return None
+    entry = (
+        PublishedPlan.objects.filter(pk=row.pk)
+        .annotate(
+            hold=KeyTransform(JOB + name, "holds"),
+            estimate=KeyTransform(JOB + name, "estimates"),
+            team_queued=KeyTransform(TEAM + job.team.name, "queued"),
+        )
+        .values("hold", "estimate", "team_queued")
+        .first()
+    )
+    order = array("q")
+    order.frombytes(bytes(row.order))
+    try:
+        index = order.index(job.pk)
+    except ValueError:
+        return None
+    ranks = array("i")
+    ranks.frombytes(bytes(row.team_ranks))
+    plan = engine.Plan(rank=index + 1, team_rank=ranks[index], head=ranks[index] == 1)
+    if entry["hold"]:
+        plan.planned_start, plan.instance_type, plan.waits_for = _number(entry["hold"])
+        plan.estimated_start = plan.planned_start
+    elif not plan.head:
+        if not entry["estimate"]:
+            return None
+        plan.estimated_start, plan.instance_type, _ = _number(entry["estimate"])
+    if entry["team_queued"] is None:
+        return None
+    return JobInPlan(plan, entry["team_queued"], len(order))
+
+
+def team_statuses(names: list[str] | None = None) -> dict[str, dict] | None:
+    """Teams' standing (TeamStatus fields) from the current publication: all, or those named; None when there
+    is none current or it has no team standing."""
+    if names is not None and len(names) <= 20:
+        row = latest()
+        if row is None:
+            return None
+        wanted = {f"t{i}": KeyTransform(TEAM + name, "teams") for i, name in enumerate(names)}
+        values = PublishedPlan.objects.filter(pk=row.pk, teams__isnull=False).values(**wanted).first()
+        if values is None:
+            return None
+        return {name: _number(values[f"t{i}"]) for i, name in enumerate(names) if values[f"t{i}"] is not None}
+    row = latest("teams")
+    if row is None or row.teams is None:
+        return None
+    teams = row.teams
+    if names is None:
+        return {key[len(TEAM) :]: _number(values) for key, values in teams.items()}
+    return {name: _number(teams[TEAM + name]) for name in names if TEAM + name in teams}
+
+
+def page_standing(*, estimate: tuple[str, ...] = (), now=None) -> engine.Decisions:
+    """What a page computes when no current publication has what it shows: the engine's standing of the
+    database now (as pages did before publications), published for the pages after it."""
+    from scheduling.snapshot import build_snapshot
+
+    top = max_event_id()  # read first: anything later counts as unseen
+    now = now or timezone.now()
+    want = asked()
+    for name in estimate:
+        want[name] = time.time()
+    snapshot = build_snapshot(now=now)
+    config = current_config()  # after the snapshot, as the scheduler: reading the policy may have created its row
+    decisions = engine.standing(snapshot, estimate=tuple(want))
+    try:
+        with transaction.atomic():
+            publish(decisions, engine_now=now.timestamp(), event_top=top, config=config, source="page", asked=want)
+    except Exception:  # a read-only replica, say: the page still shows what it computed
+        log.warning("could not publish the plan a page computed", exc_info=True)
+    return decisions

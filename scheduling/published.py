@@ -46,6 +46,9 @@ COSTLY_S = 0.05  # cheaper than this, every pass that changed something publishe
 # --- writing ------------------------------------------------------------------------------------------------
 
 
+INF_MARK = "~inf"  # a map holding "inf" strings has this key, so reading it converts them back (else it need not)
+
+
 def _finite(value):
     """JSON for PostgreSQL: infinity as the string "inf" (read back by _number)."""
     if isinstance(value, float) and math.isinf(value):
@@ -55,6 +58,14 @@ def _finite(value):
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
     return value
+
+
+def _marked(values: dict) -> dict:
+    """`values` for a JSON column, marked when it holds an infinity."""
+    out = _finite(values)
+    if out != values:
+        out[INF_MARK] = True
+    return out
 
 
 def _number(value):
@@ -112,9 +123,9 @@ def publish(
         order=order.tobytes(),
         team_ranks=team_ranks.tobytes(),
         queued={TEAM + name: status.pending for name, status in decisions.teams.items()},
-        holds=_finite(holds),
-        estimates=_finite(estimates),
-        teams=_finite(teams) if teams else None,
+        holds=_marked(holds),
+        estimates=_marked(estimates),
+        teams=_marked(teams) if teams else None,
     )
     PublishedPlan.objects.filter(pk__lte=row.pk - KEEP).delete()
     return row
@@ -126,7 +137,9 @@ def asked() -> dict[str, float]:
     if not row:
         return {}
     horizon = time.time() - ASKED_SECONDS
-    recent = sorted(((key[len(JOB) :], e[2]) for key, e in row.items() if e[2] >= horizon), key=lambda e: -e[1])
+    recent = sorted(
+        ((key[len(JOB) :], e[2]) for key, e in row.items() if key != INF_MARK and e[2] >= horizon), key=lambda e: -e[1]
+    )
     return dict(recent[:ASKED_MAX])
 
 
@@ -295,9 +308,10 @@ def team_statuses(names: list[str] | None = None) -> dict[str, dict] | None:
     if row is None or row.teams is None:
         return None
     teams = row.teams
+    convert = _number if INF_MARK in teams else (lambda values: values)
     if names is None:
-        return {key[len(TEAM) :]: _number(values) for key, values in teams.items()}
-    return {name: _number(teams[TEAM + name]) for name in names if TEAM + name in teams}
+        return {key[len(TEAM) :]: convert(values) for key, values in teams.items() if key != INF_MARK}
+    return {name: convert(teams[TEAM + name]) for name in names if TEAM + name in teams}
 
 
 def page_standing(*, estimate: tuple[str, ...] = (), now=None) -> engine.Decisions:

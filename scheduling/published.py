@@ -15,6 +15,7 @@ so the next page reads it; the estimate it asked for is carried into the schedul
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -61,11 +62,12 @@ def _finite(value):
 
 
 def _marked(values: dict) -> dict:
-    """`values` for a JSON column, marked when it holds an infinity."""
-    out = _finite(values)
-    if out != values:
-        out[INF_MARK] = True
-    return out
+    """`values` for a JSON column, marked when it holds an infinity (rare: the strict encoder finds out)."""
+    try:
+        json.dumps(values, allow_nan=False)
+    except ValueError:
+        return {**_finite(values), INF_MARK: True}
+    return values
 
 
 def _number(value):
@@ -97,12 +99,12 @@ def publish(
     pages that show teams compute them). A page's publication never replaces a newer one."""
     if source == "page" and PublishedPlan.objects.filter(event_top__gt=event_top).exists():
         return None
-    plans = sorted(decisions.plans.items(), key=lambda item: item[1].rank)
-    order = array("q", (int(name) for name, _ in plans))
-    team_ranks = array("i", (plan.team_rank for _, plan in plans))
+    names = sorted(decisions.plans, key=lambda name: decisions.plans[name].rank)
+    order = array("q", list(map(int, names)))
+    team_ranks = array("i", [decisions.plans[name].team_rank for name in names])
     holds = {
         JOB + name: [plan.planned_start, plan.instance_type, plan.waits_for]
-        for name, plan in plans
+        for name, plan in decisions.plans.items()
         if plan.planned_start is not None
     }
     asked = asked or {}

@@ -109,3 +109,14 @@ def test_a_job_newer_than_the_publication_is_planned_afresh(gang_world, settings
     plan = selectors.job_plan(late)
     assert plan.place.team_queued == 3 and plan.place.in_team == 3
     assert published.job_in_plan(late) is not None  # and published what it found
+
+
+def test_infinities_survive_the_json_column(db):
+    inf = float("inf")
+    status = engine.TeamStatus(
+        quota={}, borrowing_limit=None, usage={}, borrowed={}, lent={}, fair_share={"t": {"gpu": inf}}, pending=0
+    )
+    decisions = engine.Decisions(admissions=[], preemptions=[], reasons={}, teams={"a": status})
+    published.publish(decisions, engine_now=0.0, event_top=0, config=published.current_config(), source="warm")
+    assert published.team_statuses()["a"]["fair_share"] == {"t": {"gpu": inf}}
+    assert published.team_statuses(["a"])["a"]["fair_share"] == {"t": {"gpu": inf}}

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Max
-from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from scheduling import engine
@@ -239,10 +238,11 @@ class JobInPlan:
     cluster_queued: int
 
 
-def latest(*fields: str):
-    """The newest publication with only `fields` loaded (plus what the freshness test reads), when it is
-    current; None when there is none, or it is stale (see the module's docstring)."""
-    row = PublishedPlan.objects.only("pk", "confirmed_at", "config", "event_top", *fields).order_by("-pk").first()
+def latest():
+    """The newest publication (its pk and freshness only), when it is current; None when there is none, or it
+    is stale (see the module's docstring)."""
+    fields = ("pk", "published_at", "confirmed_at", "config", "event_top")
+    row = PublishedPlan.objects.only(*fields).order_by("-pk").first()
     if row is None:
         return None
     now = timezone.now()
@@ -256,64 +256,68 @@ def latest(*fields: str):
     return row
 
 
+_payloads: dict[tuple, object] = {}  # what a publication holds never changes: read once per process
+
+
+def _payload(row: PublishedPlan, field: str):
+    key = (row.pk, row.published_at, field)  # with the time: an id may come again after a rollback (SQLite)
+    if key not in _payloads:
+        raw = PublishedPlan.objects.filter(pk=row.pk).values_list(field, flat=True).first()
+        if len(_payloads) >= 16:
+            _payloads.clear()
+        _payloads[key] = None if raw is None else _parse(field, raw)
+    return _payloads[key]
+
+
+def _parse(field: str, raw):
+    if field in ("order", "team_ranks"):
+        values = array("q" if field == "order" else "i")
+        values.frombytes(bytes(raw))
+        return values
+    convert = _number if INF_MARK in raw else (lambda values: values)
+    prefix = len(JOB) if field in ("holds", "estimates") else len(TEAM)
+    return {key[prefix:]: convert(values) for key, values in raw.items() if key != INF_MARK}
+
+
 def job_in_plan(job) -> JobInPlan | None:
     """The job's place and start in the current publication; None when there is none or it lacks them (a job
     newer than it, or a non-head's estimate nobody asked for yet)."""
     name = str(job.pk)
-    row = latest("order", "team_ranks", "engine_now")
+    row = latest()
     if row is None:
         return None
-    entry = (
-        PublishedPlan.objects.filter(pk=row.pk)
-        .annotate(
-            hold=KeyTransform(JOB + name, "holds"),
-            estimate=KeyTransform(JOB + name, "estimates"),
-            team_queued=KeyTransform(TEAM + job.team.name, "queued"),
-        )
-        .values("hold", "estimate", "team_queued")
-        .first()
-    )
-    order = array("q")
-    order.frombytes(bytes(row.order))
+    order = _payload(row, "order")
+    queued = _payload(row, "queued") or {}
     try:
         index = order.index(job.pk)
-    except ValueError:
+    except (AttributeError, ValueError):
         return None
-    ranks = array("i")
-    ranks.frombytes(bytes(row.team_ranks))
+    if job.team.name not in queued:
+        return None
+    ranks = _payload(row, "team_ranks")
     plan = engine.Plan(rank=index + 1, team_rank=ranks[index], head=ranks[index] == 1)
-    if entry["hold"]:
-        plan.planned_start, plan.instance_type, plan.waits_for = _number(entry["hold"])
+    hold = (_payload(row, "holds") or {}).get(name)
+    if hold:
+        plan.planned_start, plan.instance_type, plan.waits_for = hold
         plan.estimated_start = plan.planned_start
     elif not plan.head:
-        if not entry["estimate"]:
+        estimate = (_payload(row, "estimates") or {}).get(name)
+        if not estimate:
             return None
-        plan.estimated_start, plan.instance_type, _ = _number(entry["estimate"])
-    if entry["team_queued"] is None:
-        return None
-    return JobInPlan(plan, entry["team_queued"], len(order))
+        plan.estimated_start, plan.instance_type, _ = estimate
+    return JobInPlan(plan, queued[job.team.name], len(order))
 
 
 def team_statuses(names: list[str] | None = None) -> dict[str, dict] | None:
     """Teams' standing (TeamStatus fields) from the current publication: all, or those named; None when there
     is none current or it has no team standing."""
-    if names is not None and len(names) <= 20:
-        row = latest()
-        if row is None:
-            return None
-        wanted = {f"t{i}": KeyTransform(TEAM + name, "teams") for i, name in enumerate(names)}
-        values = PublishedPlan.objects.filter(pk=row.pk, teams__isnull=False).values(**wanted).first()
-        if values is None:
-            return None
-        return {name: _number(values[f"t{i}"]) for i, name in enumerate(names) if values[f"t{i}"] is not None}
-    row = latest("teams")
-    if row is None or row.teams is None:
+    row = latest()
+    teams = _payload(row, "teams") if row is not None else None
+    if teams is None:
         return None
-    teams = row.teams
-    convert = _number if INF_MARK in teams else (lambda values: values)
     if names is None:
-        return {key[len(TEAM) :]: convert(values) for key, values in teams.items() if key != INF_MARK}
-    return {name: convert(teams[TEAM + name]) for name in names if TEAM + name in teams}
+        return dict(teams)
+    return {name: teams[name] for name in names if name in teams}
 
 
 def page_standing(*, estimate: tuple[str, ...] = (), now=None) -> engine.Decisions:

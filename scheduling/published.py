@@ -22,7 +22,7 @@ import time
 from array import array
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -39,8 +39,8 @@ REPUBLISH_SECONDS = 30.0  # and publishes afresh at least this often (time moves
 KEEP = 3  # publications kept (the newest is read; older ones only serve reads that began before it)
 ASKED_MAX = 50  # estimates carried into later publications (each costs the scheduler a trial plan)
 ASKED_SECONDS = 600.0  # an estimate no page asked for again in this long is dropped
-COST_SHARE = 10  # a costly publication waits this many times its own cost after the previous one
-COSTLY_S = 0.05  # cheaper than this, every pass that changed something publishes
+PUBLISH_MIN_SECONDS = 1.0  # the scheduler publishes at most this often
+COST_SHARE = 10  # and waits this many times a publication's cost after it (50,000 pending: about 1 s each)
 
 
 # --- writing ------------------------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ def publish(
     }
     teams = {TEAM + name: {f: getattr(status, f) for f in TEAM_FIELDS} for name, status in decisions.teams.items()}
     now = timezone.now()
-    row = PublishedPlan.objects.create(
+    row = PublishedPlan(
         published_at=now,
         confirmed_at=now,
         source=source,
@@ -128,7 +128,13 @@ def publish(
         estimates=_marked(estimates),
         teams=_marked(teams) if teams else None,
     )
-    PublishedPlan.objects.filter(pk__lte=row.pk - KEEP).delete()
+    own_transaction = not connection.in_atomic_block  # (the cold loop publishes inside its run's transaction)
+    with transaction.atomic():
+        if own_transaction and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:  # a cache of the engine's answer: a crash may lose it, no harm
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        row.save()
+        PublishedPlan.objects.filter(pk__lte=row.pk - KEEP).delete()
     return row
 
 
@@ -158,62 +164,52 @@ def current_config() -> tuple:
 
 
 class _Pace:
-    """When the scheduler process last published, what it cost, and whether a change waits to be published."""
+    """When the scheduler last published, what it cost, and whether a change waits to be published. Kept on
+    the warm state: a state read whole (start, takeover, configuration change) publishes at once."""
 
     def __init__(self):
-        self.at = 0.0
-        self.cost = 0.0
-        self.pending_change = False
-        self.published = False
-        self.confirmed_at = 0.0
+        self.at = self.cost = self.confirmed_at = 0.0
+        self.pending_change = self.published = False
         self.confirmed_top = 0
 
     def due(self) -> bool:
-        return self.cost < COSTLY_S or time.monotonic() - self.at >= COST_SHARE * self.cost
+        return time.monotonic() - self.at >= max(PUBLISH_MIN_SECONDS, COST_SHARE * self.cost)
 
-
-_pace = _Pace()
+    def confirm_due(self, top: int) -> bool:
+        since = time.monotonic() - self.confirmed_at
+        return since >= CONFIRM_SECONDS and (top != self.confirmed_top or since >= FRESH_SECONDS / 4)
 
 
 def after_pass(state, result, applied, now) -> None:
-    """The scheduler process, after a pass committed: publish its plan if the pass changed anything (at most
-    about a COST_SHARE-th of the scheduler's time), else confirm the latest publication is still current."""
+    """The scheduler process, after a pass committed: publish its plan if the pass changed anything (at most once
+    a second and about a COST_SHARE-th of the scheduler's time: a change waits for a later pass, and an idle
+    scheduler passes every second), else confirm that the latest publication is still current."""
     try:
+        pace = state.__dict__.setdefault("publication_pace", _Pace())
         top = max([state.top, *(event.pk for event in applied.events if event.pk)])
         changed = result.admitted or result.preempted or result.changed_jobs or result.rebuilt
-        changed = changed or time.monotonic() - _pace.at >= REPUBLISH_SECONDS
-        if changed or _pace.pending_change:
-            if not _pace.due():
-                _pace.pending_change = True
+        changed = changed or time.monotonic() - pace.at >= REPUBLISH_SECONDS
+        if changed or pace.pending_change:
+            if not pace.due():
+                pace.pending_change = True
                 return
             t0 = time.monotonic()
             want = asked()
             decisions = engine_warm.decisions(state.scheduler, set(), teams=True, explain_only=(), estimate=tuple(want))
-            publish(
-                decisions,
-                engine_now=now.timestamp(),
-                event_top=top,
-                config=state.fingerprint,
-                source="warm",
-                asked=want,
-            )
-            _pace.at, _pace.cost = time.monotonic(), time.monotonic() - t0
-            _pace.pending_change, _pace.published = False, True
-            _pace.confirmed_at, _pace.confirmed_top = time.monotonic(), top
-        elif _pace.published and _confirm_due(top):
+            config = state.fingerprint
+            publish(decisions, engine_now=now.timestamp(), event_top=top, config=config, source="warm", asked=want)
+            pace.at, pace.cost = time.monotonic(), time.monotonic() - t0
+            pace.pending_change, pace.published = False, True
+            pace.confirmed_at, pace.confirmed_top = time.monotonic(), top
+        elif pace.published and pace.confirm_due(top):
             # nothing the plan depends on changed since it was published (by this pass or a page since)
             newest = PublishedPlan.objects.order_by("-pk").values_list("pk", flat=True).first()
             PublishedPlan.objects.filter(pk=newest, event_top__lte=top, config=repr(state.fingerprint)).update(
                 confirmed_at=timezone.now(), event_top=top
             )
-            _pace.confirmed_at, _pace.confirmed_top = time.monotonic(), top
+            pace.confirmed_at, pace.confirmed_top = time.monotonic(), top
     except Exception:
         log.exception("publishing the scheduler's plan failed; pages compute it themselves meanwhile")
-
-
-def _confirm_due(top: int) -> bool:
-    since = time.monotonic() - _pace.confirmed_at
-    return since >= CONFIRM_SECONDS and (top != _pace.confirmed_top or since >= FRESH_SECONDS / 4)
 
 
 def after_run(decisions: engine.Decisions, *, now) -> None:
@@ -334,8 +330,7 @@ def page_standing(*, estimate: tuple[str, ...] = (), now=None) -> engine.Decisio
     config = current_config()  # after the snapshot, as the scheduler: reading the policy may have created its row
     decisions = engine.standing(snapshot, estimate=tuple(want))
     try:
-        with transaction.atomic():
-            publish(decisions, engine_now=now.timestamp(), event_top=top, config=config, source="page", asked=want)
+        publish(decisions, engine_now=now.timestamp(), event_top=top, config=config, source="page", asked=want)
     except Exception:  # a read-only replica, say: the page still shows what it computed
         log.warning("could not publish the plan a page computed", exc_info=True)
     return decisions

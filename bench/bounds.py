@@ -10,9 +10,11 @@ Then times, in this process (Django's test client, no web server):
 each the median of a few repetitions, and writes the figures to bench/results/bounds-<timestamp>.json.
 The goal is under 1 s each.
 
-Usage: .venv/bin/python bench/bounds.py [--repeat 1] [--teams 1000] [--profile]
+Usage: .venv/bin/python bench/bounds.py [--repeat 1] [--teams 1000] [--profile] [--db NAME]
   --teams    fewer teams (the nodes stay 20,000), to see how the cost grows with the number of teams
   --profile  also print where the steady admission run spends its time (cProfile, top 25 by cumulative time)
+  --db       the database to drop and rebuild (default portal_boundsbench; BENCH_BOUNDS_DB), so parallel runs
+             keep apart
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from datetime import UTC, datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-DB_NAME = "portal_boundsbench"
+DB_NAME = os.environ.get("BENCH_BOUNDS_DB", "portal_boundsbench")
+for _i, _arg in enumerate(sys.argv):  # read before Django is configured: the settings take DATABASE_URL once
+    if _arg == "--db" and _i + 1 < len(sys.argv):
+        DB_NAME = sys.argv[_i + 1]
+    elif _arg.startswith("--db="):
+        DB_NAME = _arg.split("=", 1)[1]
 ENV = {
     "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DB_NAME}",
     "SECRET_KEY": "bench-only-secret-key-" + "x" * 40,
@@ -123,6 +130,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--teams", type=int, default=TEAMS)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--db", default=DB_NAME, help="database name (dropped and recreated)")
     args = parser.parse_args()
 
     recreate_database()
@@ -173,6 +181,11 @@ def main():
 
     client = Client()
     client.force_login(admin)
+    # The first request of a process imports every view module through the URLconf (about 1 s here, the Kubernetes
+    # client alone 0.4 s): a cost of starting a web process, not of the page that happens to come first.
+    from django.urls import get_resolver
+
+    assert get_resolver().url_patterns
     team = teams[len(teams) // 2]
     for label, url in (
         ("team list /teams/", "/teams/"),

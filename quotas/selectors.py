@@ -1,8 +1,9 @@
 """Reads for the quota pages and API: inventory with allocated totals, team standings, allocation rows."""
 
 from collections import defaultdict
+from functools import cached_property
 
-from django.db.models import Count, Prefetch, Sum
+from django.db.models import Count, Sum
 
 from quotas.models import ComputeAllocation, ConfigVersion, InstanceType, NodeGroup, Team
 
@@ -109,45 +110,52 @@ def use_percentages(quota: dict[str, float], usage: dict[str, float]) -> list[di
     return out
 
 
-def team_list(user):
-    """Teams the user may see, each with its members, allocations and standing (quota, usage, borrowed,
-    lent, fair share, pending) summed over instance types. A fixed number of queries for any team count."""
-    from scheduling.status import team_statuses  # the engine's view; quotas must not import it at load time
+class TeamRow:
+    """One team of the team list. Its figures are summed from its standing only when the row is shown or the
+    list is sorted on them: a page of 50 out of 1,000 teams sums 50."""
 
-    teams = list(
-        Team.objects.visible_to(user)
-        .annotate(member_count=Count("members", distinct=True))
-        .prefetch_related(Prefetch("allocations", queryset=ComputeAllocation.objects.select_related("instance_type")))
-        .order_by("name")
-    )
-    statuses = team_statuses()
-    rows = []
-    for team in teams:
-        standing = statuses.get(team.name)
-        metrics = {}
-        for metric in ("quota", "usage", "borrowed", "lent", "fair_share"):
-            per_type = getattr(standing, metric, {}) if standing else {}
-            totals = _accelerator_totals(per_type, {})
-            metrics[metric] = headline(totals)
-        rows.append(
-            {
-                "team": team,
-                "metrics": metrics,
-                "pending": standing.pending if standing else 0,
-                "use": use_percentages(
-                    _accelerator_totals(standing.quota if standing else {}, {}),
-                    _accelerator_totals(standing.usage if standing else {}, {}),
-                ),
-                "allocations": list(team.allocations.all()),
-            }
-        )
-    return rows
+    METRICS = ("quota", "usage", "borrowed", "lent", "fair_share")
+
+    def __init__(self, team: Team, standing):
+        self.team, self.standing = team, standing
+        self.name, self.sharing, self.weight = team.name, team.sharing, team.fair_share_weight
+        self.members = team.member_count
+        self.pending = standing.pending if standing else 0
+
+    @cached_property
+    def totals(self) -> dict[str, dict[str, float]]:
+        standing = self.standing
+        return {m: _accelerator_totals(getattr(standing, m, {}) if standing else {}, {}) for m in self.METRICS}
+
+    @cached_property
+    def metrics(self) -> dict[str, list]:
+        return {m: headline(totals) for m, totals in self.totals.items()}
+
+    @cached_property
+    def keys(self) -> dict[str, tuple]:
+        """What the table sorts a figure by: accelerators (GPUs and Neuron devices), then vCPUs."""
+        return {m: (t.get("gpu", 0) + t.get("neuron", 0), t.get("cpu", 0)) for m, t in self.totals.items()}
+
+    @cached_property
+    def use(self) -> list[dict]:
+        return use_percentages(self.totals["quota"], self.totals["usage"])
+
+
+def team_list(user) -> list[TeamRow]:
+    """Teams the user may see, each with its member count and standing (quota, usage, borrowed, lent, fair
+    share, pending) summed over instance types. The standing is the one the scheduler published
+    (scheduling.status.page_team_statuses): a fixed number of queries for any team count."""
+    from scheduling.status import page_team_statuses  # the engine's view; quotas must not import it at load time
+
+    teams = list(Team.objects.visible_to(user).annotate(member_count=Count("members", distinct=True)).order_by("name"))
+    statuses = page_team_statuses([team.name for team in teams])
+    return [TeamRow(team, statuses.get(team.name)) for team in teams]
 
 
 def team_standing(team: Team):
-    from scheduling.status import team_statuses
+    from scheduling.status import page_team_statuses
 
-    return team_statuses().get(team.name)
+    return page_team_statuses([team.name]).get(team.name)
 
 
 def standing_table(standing, types: list[InstanceType]) -> list[dict]:

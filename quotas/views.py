@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal.tables import configure
 from quotas import history, roles, selectors, services
 from quotas.allocation_editor import editor_rows, preview_fragments, preview_url, rows_from_post
 from quotas.forms import (
@@ -22,6 +23,7 @@ from quotas.forms import (
     apply_service_errors,
 )
 from quotas.models import ClusterPolicy, ConfigVersion, InstanceType, NodeGroup, PriorityClass, Team
+from quotas.tables import TeamTable
 
 
 def admin_required(view):
@@ -138,7 +140,12 @@ def node_group_delete(request, pk):
 
 @require_GET
 def team_list(request):
-    return render(request, "quotas/team_list.html", {"rows": selectors.team_list(request.user)})
+    actions = () if request.user.is_portal_admin else ("actions",)
+    table = TeamTable(selectors.team_list(request.user), exclude=actions)
+    table.empty_text = (
+        "No teams yet." if request.user.sees_all_teams else "You are not in a team yet; ask an admin to add you."
+    )
+    return render(request, "quotas/team_list.html", {"table": configure(request, table)})
 
 
 @require_GET

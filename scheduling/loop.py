@@ -21,7 +21,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from quotas.models import InstanceType
-from scheduling import engine
+from scheduling import engine, published
 from scheduling.backends import get_backend
 from scheduling.backends.base import ClusterUnreachable
 from scheduling.models import ACTIVE_STATES, QUEUED_STATES, AdmissionRun, Job, JobEvent, JobState
@@ -181,8 +181,9 @@ def admission_run(*, trigger: str = "beat", wait: bool = True) -> AdmissionRun |
             now = timezone.now()
             _observe(now)
             rows = load_rows(ACTIVE_STATES + QUEUED_STATES)
-            decisions = engine.decide(snapshot_from_rows(rows, now=now), teams=False)
+            decisions = engine.decide(snapshot_from_rows(rows, now=now), estimate=published.asked())
             applied = apply_decisions(decisions, rows, now=now)
+            published.after_run(decisions, now=now)  # the plan and team standing for the pages
             run = AdmissionRun.objects.create(
                 started_at=started,
                 duration_ms=(time.perf_counter() - t0) * 1000,

@@ -169,3 +169,30 @@ class AdmissionRun(models.Model):
 
     def __str__(self):
         return f"run at {self.started_at:%H:%M:%S}: +{self.admitted} -{self.preempted}"
+
+
+class PublishedPlan(models.Model):
+    """The engine's plan and team standing as the scheduler left them after a pass (scheduling/published.py).
+
+    Pages read the latest row instead of planning the whole cluster per request. Compact: one row per
+    publication, the planning order as packed job ids, the rest as small JSON maps.
+    """
+
+    published_at = models.DateTimeField(default=timezone.now)
+    confirmed_at = models.DateTimeField(default=timezone.now, help_text="last found current by its publisher")
+    source = models.CharField(max_length=16, help_text="warm (scheduler pass), loop (cold run) or page (fallback)")
+    config = models.CharField(max_length=500, help_text="the configuration fingerprint it was planned under")
+    event_top = models.BigIntegerField(default=0, help_text="the newest job event it reflects")
+    engine_now = models.FloatField(help_text="the engine's clock when it was planned (seconds)")
+    order = models.BinaryField(help_text="pending job ids in planning order, int64 little-endian")
+    team_ranks = models.BinaryField(help_text="each of those jobs' place in its team's queue, int32")
+    queued = models.JSONField(default=dict, help_text="team name -> jobs in its queue")
+    holds = models.JSONField(default=dict, help_text="job id -> [planned start, instance type, [ids it waits for]]")
+    estimates = models.JSONField(default=dict, help_text="job id -> [estimated start, instance type, asked at]")
+    teams = models.JSONField(null=True, blank=True, help_text="team name -> the engine's TeamStatus fields")
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"plan #{self.pk} ({self.source}) at {self.published_at:%H:%M:%S}"

@@ -8,10 +8,11 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from scheduling import engine
+from quotas.models import ClusterPolicy
+from scheduling import engine, published
 from scheduling.models import QUEUED_STATES, AdmissionRun, Job
 from scheduling.snapshot import build_snapshot, expected_runtime_s
-from scheduling.status import team_statuses
+from scheduling.status import page_team_statuses
 
 
 def job_list(user):
@@ -94,30 +95,30 @@ def _job_list_text(names: list[str]) -> str:
 
 def job_plan(job: Job, *, now: datetime | None = None) -> JobPlan:
     """Where a waiting job stands in the engine's plan: its place in its team's queue and in planning order,
-    and its start: reserved (a team's head) or estimated from the same plan. One engine call decides all."""
+    and its start: reserved (a team's head) or estimated from the same plan. Read from the plan the scheduler
+    published (scheduling/published.py); where none current has it, one engine call decides all, as the
+    scheduler would, and is published for the pages after this one."""
     if job.state not in QUEUED_STATES:
         return JobPlan(None, None)
-    now = now or timezone.now()
-    snapshot = build_snapshot(now=now)
-    decisions = engine.standing(snapshot, estimate=(str(job.pk),))
-    plan = decisions.plans.get(str(job.pk))
-    ranking = snapshot.policy.task_prioritization == "task-ranking"
+    ranking = ClusterPolicy.load().task_prioritization == "task-ranking"
     order = "priority, then submit time" if ranking else "submit time (first come, first served)"
-    if plan is None:
-        estimate = StartEstimate(
-            at=now, kind="now", note="room is free for it now: it starts at the next scheduling pass"
-        )
-        return JobPlan(None, estimate)
-    team_of = {w.name: w.team for w in snapshot.workloads}
-    team_queued = sum(1 for name in decisions.plans if team_of.get(name) == job.team.name)
+    found = published.job_in_plan(job)
+    if found is None:
+        decisions = published.page_standing(estimate=(str(job.pk),), now=now)
+        plan = decisions.plans.get(str(job.pk))
+        if plan is None:
+            free = "room is free for it now: it starts at the next scheduling pass"
+            return JobPlan(None, StartEstimate(at=now or timezone.now(), kind="now", note=free))
+        queued = decisions.teams[job.team.name].pending if job.team.name in decisions.teams else 0
+        found = published.JobInPlan(plan, queued, len(decisions.plans))
     place = QueuePlace(
-        in_team=plan.team_rank,
-        team_queued=team_queued,
-        in_cluster=plan.rank,
-        cluster_queued=len(decisions.plans),
+        in_team=found.plan.team_rank,
+        team_queued=found.team_queued,
+        in_cluster=found.plan.rank,
+        cluster_queued=found.cluster_queued,
         order=order,
     )
-    return JobPlan(place, _estimate(plan))
+    return JobPlan(place, _estimate(found.plan))
 
 
 def _estimate(plan: engine.Plan) -> StartEstimate:
@@ -200,7 +201,8 @@ def expected_end(job: Job) -> datetime | None:
 def team_panels(teams) -> list[dict]:
     """For each team: per instance type its quota, what it uses, and what it could borrow right now (the
     engine's figure: remaining borrowing limit capped by what the cohort has idle)."""
-    statuses = team_statuses()
+    teams = list(teams)
+    statuses = page_team_statuses([team.name for team in teams])
     panels = []
     for team in teams:
         status = statuses.get(team.name)

@@ -42,6 +42,21 @@ def team_statuses(*, now=None) -> dict[str, TeamStanding]:
     return out
 
 
+def page_team_statuses(names: list[str] | None = None) -> dict[str, TeamStanding]:
+    """What the pages show: the standing the scheduler published (scheduling/published.py) for the teams
+    named (all by default), or, where none is current, the engine's standing now, published for the next."""
+    from scheduling import published
+
+    found = published.team_statuses(names)
+    if found is None:
+        found = {name: vars(status) for name, status in published.page_standing().teams.items()}
+    return {
+        name: TeamStanding(**{f: values[f] for f in published.TEAM_FIELDS})
+        for name, values in found.items()
+        if names is None or name in names
+    }
+
+
 def totals(per_type: dict) -> dict[str, float]:
     """Sum a [instance_type][resource] mapping over instance types."""
     out: dict[str, float] = {}

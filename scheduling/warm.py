@@ -31,7 +31,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from quotas.models import ClusterPolicy, ComputeAllocation, ConfigVersion, InstanceType, NodeGroup, PriorityClass, Team
-from scheduling import engine
+from scheduling import engine, published
 from scheduling.engine import warm as engine_warm
 from scheduling.engine.queues import PENDING, RUNNING
 from scheduling.loop import LOCK_KEY, RUN_HISTORY, STARTING, _observe, apply_decisions, request_carry_out
@@ -299,6 +299,7 @@ class WarmScheduler:
                 error=f"{type(exc).__name__}: {exc}"[:2000],
             )
             raise
+        published.after_pass(self.state, result, applied, now)  # the plan for the pages (never raises)
         if result.admitted or result.preempted or result.rebuilt:
             self.carry_out()
         return result

@@ -41,24 +41,38 @@ def plans(s: Scheduler, estimate=()) -> dict[str, Plan]:
             entry.instance_type = s.flavor_names[hold.f]
             entry.waits_for = [w.name for w in hold.waits_for]
         out[job.name] = entry
+    asked: dict[object, list[Job]] = {}
     for name in estimate:
         job = s.jobs.get(name)
         if job is not None and job.state == PENDING and not out[name].head:
-            start, flavor = estimated_start(s, job, team_order[job.team.idx])
-            out[name].estimated_start = start
-            out[name].instance_type = flavor
+            asked.setdefault(job.team.idx, []).append(job)
+    for idx, jobs in asked.items():
+        for job, (start, flavor) in estimated_starts(s, jobs, team_order[idx]).items():
+            out[job.name].estimated_start = start
+            out[job.name].instance_type = flavor
     return out
 
 
 def estimated_start(s: Scheduler, job: Job, team_queue: list[Job]) -> tuple[float | None, str | None]:
     """When `job` could start if every head held its reservation and the workloads ahead of it in its
     team's queue started one after the other as early as the plan allows (None: no finite start known)."""
-    ahead = team_queue[1 : team_queue.index(job)]
-    if len(ahead) > MAX_AHEAD:
-        return None, None
+    return estimated_starts(s, [job], team_queue)[job]
+
+
+def estimated_starts(s: Scheduler, jobs: list[Job], team_queue: list[Job]) -> dict[Job, tuple]:
+    """`estimated_start` for several workloads of one team's queue with one plan: the planner places
+    workloads strictly in the order given, so the plan of the queue up to the last one asked about holds
+    each of them exactly where the plan up to that one alone would."""
+    place = {job: team_queue.index(job) for job in jobs}
+    out: dict[Job, tuple] = {job: (None, None) for job in jobs}
+    within = [job for job in jobs if place[job] - 1 <= MAX_AHEAD]
+    if not within:
+        return out
+    last = max(place[job] for job in within)
     heads = s.current_plan().heads if s.backfill else s.heads()  # the heads the plan itself holds for
-    trial = s.planner.plan(heads + ahead + [job])
-    hold = trial.holds.get(job)
-    if hold is None or hold.start == INF:
-        return None, None
-    return hold.start, s.flavor_names[hold.f]
+    trial = s.planner.plan(heads + team_queue[1 : last + 1])
+    for job in within:
+        hold = trial.holds.get(job)
+        if hold is not None and hold.start != INF:
+            out[job] = (hold.start, s.flavor_names[hold.f])
+    return out

@@ -147,7 +147,10 @@ def test_no_eviction_is_undone_at_the_same_instant(data):
 
 
 def _holds(plan):
-    return {h.name: (None if plan.holds[h] is None else (round(plan.holds[h].start, 6), plan.holds[h].f)) for h in plan.heads}
+    return {
+        h.name: (None if plan.holds[h] is None else (round(plan.holds[h].start, 6), plan.holds[h].f))
+        for h in plan.heads
+    }
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -186,8 +189,20 @@ def test_a_plan_left_behind_by_time_or_overdue_work_is_made_again():
         "cluster": {"instance_types": [{"name": "n", "count": 1, "capacity": {"gpu": 8}}]},
         "teams": [{"name": "t", "cohort": None, "quota": {"n": {"gpu": 8}}}],
         "workloads": [
-            {"name": "r1", "team": "t", "requests": {"gpu": 4}, "duration": 10, "running": {"instance_type": "n", "since": 0}},
-            {"name": "r2", "team": "t", "requests": {"gpu": 4}, "duration": 30, "running": {"instance_type": "n", "since": 0}},
+            {
+                "name": "r1",
+                "team": "t",
+                "requests": {"gpu": 4},
+                "duration": 10,
+                "running": {"instance_type": "n", "since": 0},
+            },
+            {
+                "name": "r2",
+                "team": "t",
+                "requests": {"gpu": 4},
+                "duration": 30,
+                "running": {"instance_type": "n", "since": 0},
+            },
             {"name": "g", "team": "t", "submit": 0, "requests": {"gpu": 8}, "duration": 5},
         ],
         "until": 0,
@@ -227,6 +242,37 @@ def test_a_hold_kept_across_events_sits_on_the_nodes_a_fresh_plan_chooses():
         for scope in {s.scope(t) for t in s.teams if t.queue.size}:
             assert _holds(s.current_plan(scope)) == _holds(s.planner.plan(s.heads(scope))), now
         original(s, now)
+
+    s.settle = settle
+    sim.run()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(preemption=False))
+def test_estimates_asked_together_are_the_estimates_asked_one_by_one(data):
+    """Pages ask for several waiting workloads' estimates at once (the scheduler publishes them all): one
+    plan of a team's queue must give each the start that planning the queue up to it alone gives."""
+    from scheduling.engine.plans import plans
+
+    data["until"] = 300
+    sim = Simulation(parse_scenario(data))
+    s = sim.s
+    original = Scheduler.settle
+    compared = []
+
+    def settle(now):
+        original(s, now)
+        waiting = [job.name for job in s.jobs.values() if job.state == "pending"]
+        if not waiting:
+            return
+        together = plans(s, estimate=waiting)
+        for name in waiting:
+            alone = plans(s, estimate=[name])[name]
+            assert (together[name].estimated_start, together[name].instance_type) == (
+                alone.estimated_start,
+                alone.instance_type,
+            ), (now, name)
+            compared.append(name)
 
     s.settle = settle
     sim.run()

@@ -48,9 +48,11 @@ def unit(resource: str) -> str:
     return RESOURCES[resource]
 
 
-def team_usage_figure(series: dict, *, resource: str = "acc", title: str = "Usage against quota") -> go.Figure:
+def team_usage_figure(
+    series: dict, *, resource: str = "acc", unit_label: str | None = None, title: str = "Usage against quota"
+) -> go.Figure:
     """Stacked area: the part within quota, the borrowed part on top of it; the quota, the idle quota lent to
-    other teams and the fair share as lines."""
+    other teams and the fair share as lines. One resource per figure (GPUs or Neuron devices, never both)."""
     x = _iso(series["x"])
     within = [max(u - b, 0) for u, b in zip(series["used"], series["borrowed"], strict=True)]
     fig = go.Figure(
@@ -82,13 +84,21 @@ def team_usage_figure(series: dict, *, resource: str = "acc", title: str = "Usag
                 line={"color": FAIR, "dash": "dot", "width": 1.5},
             ),
         ],
-        layout=_layout(title, unit(resource)),
+        layout=_layout(title, unit_label or unit(resource)),
     )
     return fig
 
 
-def teams_stack_figure(data: dict, *, resource: str = "acc", capacity: float | None = None) -> go.Figure:
-    """Stacked area of usage per team (the biggest users; the rest as 'other teams'), with the capacity line."""
+def teams_stack_figure(
+    data: dict,
+    *,
+    resource: str = "acc",
+    unit_label: str | None = None,
+    capacity: float | None = None,
+    borrowed: dict | None = None,
+) -> go.Figure:
+    """Stacked area of usage per team (the biggest users; the rest as 'other teams'), with the capacity line and,
+    given the totals, the part of the usage that is borrowed. One resource per figure."""
     x = _iso(data["x"])
     traces = [
         go.Scatter(
@@ -110,7 +120,19 @@ def teams_stack_figure(data: dict, *, resource: str = "acc", capacity: float | N
                 line={"color": QUOTA, "dash": "dash"},
             )
         )
-    return go.Figure(traces, layout=_layout("Usage by team", unit(resource)))
+    if borrowed is not None and data["x"]:
+        traces.append(
+            go.Scatter(
+                x=_iso(borrowed["x"]),
+                y=borrowed["borrowed"],
+                name="borrowed (all teams)",
+                mode="lines",
+                line={"color": BORROWED, "dash": "dot", "width": 1.5},
+            )
+        )
+    label = unit_label or unit(resource)
+    title = f"{label} in use by team" if unit_label else "Usage by team"
+    return go.Figure(traces, layout=_layout(title, label))
 
 
 def utilization_figure(data: dict) -> go.Figure:
@@ -125,18 +147,24 @@ def utilization_figure(data: dict) -> go.Figure:
     return go.Figure(traces, layout=layout)
 
 
-def pending_figure(series: dict, waits: dict, *, resource: str = "acc") -> go.Figure:
-    """Pending demand over time (left axis) and the average wait of the jobs admitted (right axis)."""
+def pending_figure(facets: list[tuple[str, dict]], waits: dict) -> go.Figure:
+    """Pending demand over time, a line per facet (GPUs apart from Neuron devices; left axis), and the average
+    wait of the jobs admitted (right axis)."""
+    colours = [BORROWED, *PALETTE]
+    lines = [
+        go.Scatter(
+            x=_iso(series["x"]),
+            y=series["pending"],
+            name=f"pending {label}",
+            mode="lines",
+            fill="tozeroy" if i == 0 else None,
+            line={"color": colours[i % len(colours)]},
+        )
+        for i, (label, series) in enumerate(facets)
+    ]
     fig = go.Figure(
         [
-            go.Scatter(
-                x=_iso(series["x"]),
-                y=series["pending"],
-                name=f"pending {unit(resource).lower()}",
-                mode="lines",
-                fill="tozeroy",
-                line={"color": BORROWED},
-            ),
+            *lines,
             go.Bar(
                 x=_iso(waits["x"]),
                 y=waits["avg_minutes"],
@@ -147,7 +175,7 @@ def pending_figure(series: dict, waits: dict, *, resource: str = "acc") -> go.Fi
                 hovertemplate="%{y} min over %{customdata} jobs",
             ),
         ],
-        layout=_layout("Pending demand and wait times", unit(resource)),
+        layout=_layout("Pending demand and wait times", " · ".join(label for label, _ in facets)),
     )
     fig.update_layout(yaxis2={"title": {"text": "minutes"}, "overlaying": "y", "side": "right", "rangemode": "tozero"})
     return fig

@@ -12,9 +12,11 @@ from django.db.models import Avg, Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate, TruncDay, TruncHour
 from django.utils import timezone
 
-from quotas.models import InstanceType, Team
+from quotas.history import ACCELERATOR_LABELS
+from quotas.models import AcceleratorResource, InstanceType, Team
+from quotas.selectors import use_percentages
 from scheduling.models import Job, JobEvent, JobState
-from scheduling.usage.models import Granularity, UsageRollup, UsageSample
+from scheduling.usage.models import RESOURCES, Granularity, UsageRollup, UsageSample
 from scheduling.usage.ranges import Window
 
 OTHER = "other teams"
@@ -43,6 +45,29 @@ def _source(window: Window, teams, types):
         qs = UsageRollup.objects.filter(granularity=window.step, bucket__gte=start, bucket__lt=window.end)
         column = "bucket"
     return _scoped(qs, teams, types), column
+
+
+ACCELERATORS = tuple(r for r in AcceleratorResource.values if r)  # "gpu", "neuron": never added together
+
+
+def resource_facets(types, resource: str) -> list[tuple[str, str, object]]:
+    """What one chart may add together: (key, label, instance types) per facet. vCPUs and memory are one facet
+    each; accelerators are one facet per accelerator resource the instance types in scope have (GPUs apart from
+    Neuron devices), each narrowed to its types. `types` None means every instance type."""
+    if resource != "acc":
+        return [(resource, RESOURCES[resource], types)]
+    scope = InstanceType.objects.all() if types is None else types
+    present = set(scope.exclude(accelerator_resource="").values_list("accelerator_resource", flat=True))
+    return [(r, ACCELERATOR_LABELS[r], scope.filter(accelerator_resource=r)) for r in ACCELERATORS if r in present]
+
+
+def in_use_pct(key: str, *, used: float, quota: float) -> int | None:
+    """In use as % of quota for one facet, by the team list's rule (None without quota: what is used there is
+    all borrowed); None for memory, which no quota page shows as a percentage either."""
+    if key == "mem":
+        return None
+    entries = use_percentages({key: quota}, {key: used})
+    return entries[0]["pct"] if entries else None
 
 
 def team_series(*, window: Window, teams, types, resource: str = "acc") -> dict:

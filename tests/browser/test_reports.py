@@ -99,24 +99,24 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
 
     # The dashboard: 7 days of hourly points, then 24 h of raw samples after a click.
     page.goto(f"{live_server.url}/usage/")
-    page.wait_for_function("() => document.getElementById('chart-usage').dataset.drawn")
-    week = chart_points(page, "chart-usage")
+    page.wait_for_function("() => document.getElementById('chart-usage-gpu').dataset.drawn")
+    week = chart_points(page, "chart-usage-gpu")
     screenshot(page, "usage-7d")
     page.get_by_test_id("range-24h").click()
     page.wait_for_url("**range=24h**")
     page.wait_for_function(
         # a function, not an expression: Playwright would eval() an expression, which the CSP forbids
-        f"() => {{ const el = document.getElementById('chart-usage'); "
+        f"() => {{ const el = document.getElementById('chart-usage-gpu'); "
         f"return el.data && el.data[0].x.length !== {week[0]}; }}"
     )
-    day = chart_points(page, "chart-usage")
+    day = chart_points(page, "chart-usage-gpu")
     assert 140 <= day[0] <= 146 and 160 <= week[0] <= 170  # every 10-minute sample vs hourly averages
-    assert page.locator("#chart-usage .modebar-btn[data-title='Download plot as a PNG']").count() == 1
+    assert page.locator("#chart-usage-gpu .modebar-btn[data-title='Download plot as a PNG']").count() == 1
     screenshot(page, "usage-24h")
 
     page.goto(f"{live_server.url}/usage/teams/team-a/?range=30d")
-    page.wait_for_function("() => document.getElementById('chart-usage').dataset.drawn")
-    names = page.evaluate("document.getElementById('chart-usage').data.map(t => t.name)")
+    page.wait_for_function("() => document.getElementById('chart-usage-gpu').dataset.drawn")
+    names = page.evaluate("document.getElementById('chart-usage-gpu').data.map(t => t.name)")
     assert names == ["within quota", "borrowed", "quota", "lent to others", "fair share"]
     screenshot(page, "usage-team-a-30d")
 

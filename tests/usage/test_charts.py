@@ -111,7 +111,8 @@ def test_pending_and_preemption_charts(minutes, team_a, scientist, p5, add_job):
     window = raw_window()
     waits = selectors.wait_times(window=window, teams=teams, types=types)
     assert waits["avg_minutes"] == [20] and waits["jobs"] == [1]
-    fig = as_data(charts.pending_figure(selectors.team_series(window=window, teams=teams, types=types), waits))
+    series = selectors.team_series(window=window, teams=teams, types=types)
+    fig = as_data(charts.pending_figure([("GPUs", series)], waits))
     assert fig["data"][0]["y"] == [0, 1, 2] and fig["data"][1]["y"] == [20] and fig["data"][1]["yaxis"] == "y2"
     pre = selectors.preemptions_by_team(window=window, teams=teams, types=types)
     assert pre["series"] == {"team-a": [1]}

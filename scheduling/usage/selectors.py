@@ -413,20 +413,28 @@ def job_report_queryset(*, window: Window, teams, types):
     ).order_by("-submitted_at", "-id")
 
 
-def _run_seconds(job: Job, events: list, now) -> float:
-    """Time spent running, summed over every run (a preempted job may run several times)."""
-    total, since = 0.0, None
+def run_intervals(events, *, started_at, finished_at, now) -> list[tuple]:
+    """When a job ran, as (from, to) pairs: one per run (a preempted job may run several times), read off its
+    events (objects or (to_state, at) pairs, in order); a run still going ends at the job's end, else now."""
+    runs, since = [], None
     for event in events:
-        if event.to_state == JobState.RUNNING and since is None:
-            since = event.at
-        elif event.to_state != JobState.RUNNING and since is not None:
-            total += (event.at - since).total_seconds()
+        state, at = (event.to_state, event.at) if hasattr(event, "to_state") else event
+        if state == JobState.RUNNING and since is None:
+            since = at
+        elif state != JobState.RUNNING and since is not None:
+            runs.append((since, at))
             since = None
     if since is not None:
-        total += ((job.finished_at or now) - since).total_seconds()
-    if not events and job.started_at:
-        total = ((job.finished_at or now) - job.started_at).total_seconds()
-    return max(total, 0.0)
+        runs.append((since, finished_at or now))
+    if not events and started_at:
+        runs.append((started_at, finished_at or now))
+    return runs
+
+
+def _run_seconds(job: Job, events: list, now) -> float:
+    """Time spent running, summed over every run."""
+    runs = run_intervals(events, started_at=job.started_at, finished_at=job.finished_at, now=now)
+    return max(sum((b - a).total_seconds() for a, b in runs), 0.0)
 
 
 def job_report_rows(jobs, *, now=None, chunk: int = 500):

@@ -74,3 +74,36 @@ class JobReportTable(PortalTable):
         for record, row in zip(records, selectors.job_report_rows(records), strict=True):
             record.report = row
         return self
+
+
+NUM = {"td": {"class": "num"}, "th": {"class": "num"}}
+
+
+class TopJobsTable(PortalTable):
+    """The jobs that used the most accelerator-hours in the range (rows from top_jobs.top_jobs, sorted here)."""
+
+    noun = "top jobs"
+    rank = tables.Column(verbose_name="#", attrs=NUM)
+    job_id = tables.TemplateColumn(
+        "<a href=\"{% url 'jobs:job-detail' record.job_id %}\">{{ record.name }}</a> "
+        '<small class="muted">#{{ record.job_id }}</small>',
+        verbose_name="Job",
+        order_by=("name", "job_id"),
+    )
+    team = tables.Column(verbose_name="Team")
+    user = tables.Column(verbose_name="User")
+    instance_type = tables.Column(verbose_name="Instance type", default="any")
+    accelerators = tables.Column(verbose_name="Accel.", attrs=NUM)
+    accelerator_hours = tables.TemplateColumn(
+        '<span data-n="top:{{ record.job_id }}:hours">{{ value|floatformat:2 }}</span>', verbose_name="Accel.-h",
+        attrs=NUM,
+    )  # fmt: skip
+    wait_minutes = tables.TemplateColumn(
+        "{% if value is not None %}{{ value }} min{% else %}—{% endif %}", verbose_name="Wait", attrs=NUM
+    )
+    state = tables.TemplateColumn('<span class="state state-{{ value }}">{{ value }}</span>')
+
+    class Meta(PortalTable.Meta):
+        attrs = {"class": "striped report compact-table", "data-testid": "top-jobs"}
+        row_attrs = {"data-job": lambda record: record["job_id"]}
+        empty_text = "No job used accelerators in this range."

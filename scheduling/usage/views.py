@@ -23,11 +23,11 @@ from quotas.models import Team
 from scheduling.selectors import newest_first_in_chunks
 from scheduling.tables import configure
 from scheduling.usage import alerts as alert_services
-from scheduling.usage import charts, digest, figures, selectors
+from scheduling.usage import charts, digest, figures, selectors, top_jobs
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
 from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule, AlertRuleChange, DigestFrequency
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
-from scheduling.usage.tables import JobReportTable
+from scheduling.usage.tables import JobReportTable, TopJobsTable
 
 ROLLUP_SECONDS = 300  # how often the beat rolls samples up (portal/celery.py)
 
@@ -243,6 +243,45 @@ def jobs_csv(request):
 
     response = StreamingHttpResponse(lines(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{_csv_name("jobs", cleaned)}"'
+    return response
+
+
+def _top_jobs(form, cleaned) -> list[dict]:
+    return top_jobs.top_jobs(window=cleaned["window"], teams=form.teams(), types=form.instance_types())
+
+
+def top_jobs_report(request):
+    form, cleaned = _filters(request, range="7d")
+
+    def build():
+        table = configure(request, TopJobsTable(_top_jobs(form, cleaned)))
+        start, end = top_jobs.bounds(cleaned["window"], timezone.now())
+        return {"table": table, "start": start, "end": end, "top": top_jobs.TOP, "query": form.query_string()}
+
+    return _page(
+        request,
+        form,
+        view="top-jobs",
+        template="usage/top_jobs.html",
+        partial="usage/_top_jobs_body.html",
+        build=build,
+        cached=False,
+    )
+
+
+def top_jobs_csv(request):
+    form, cleaned = _filters(request, range="7d")
+    if cleaned is None:
+        return _bad_filters(form)
+    writer = csv.writer(_Echo())
+
+    def lines():
+        yield writer.writerow(top_jobs.FIELDS)
+        for row in _top_jobs(form, cleaned):
+            yield writer.writerow([_cell(row[f]) for f in top_jobs.FIELDS])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{_csv_name("top-jobs", cleaned)}"'
     return response
 
 

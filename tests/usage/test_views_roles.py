@@ -22,6 +22,9 @@ PAGES = {
     "/reports/summary.csv": (302, 200, 200, 200, 200),
     "/reports/jobs/": (302, 200, 200, 200, 200),
     "/reports/jobs.csv?team=team-a": (302, 400, 200, 200, 200),
+    "/reports/top-jobs/": (302, 200, 200, 200, 200),
+    "/reports/top-jobs/?team=team-a&range=90d": (302, 200, 200, 200, 200),  # a form error for other teams
+    "/reports/top-jobs.csv?team=team-a": (302, 400, 200, 200, 200),
     "/alerts/": (302, 403, 403, 200, 200),
     "/alerts/rules/{rule}/": (302, 403, 403, 403, 200),
     "/api/usage/summary/": (401, 200, 200, 200, 200),

@@ -107,3 +107,63 @@ class TopJobsTable(PortalTable):
         attrs = {"class": "striped report compact-table", "data-testid": "top-jobs"}
         row_attrs = {"data-job": lambda record: record["job_id"]}
         empty_text = "No job used accelerators in this range."
+
+
+def _figure(key: str, value: str = "{{ value|floatformat:1 }}") -> str:
+    """A cell whose figure the reconcile tests read back (data-n="<team>:<key>")."""
+    return f'<span data-n="{{{{ record.team }}}}:{key}">{value}</span>'
+
+
+PERCENT = "{% if value is not None %}{{ value }}%{% else %}—{% endif %}"
+
+
+class TeamTotalsTable(PortalTable):
+    """The summary per team over the range (rows from selectors.team_totals), sorted here."""
+
+    noun = "teams"
+    team = tables.TemplateColumn("<a href=\"{% url 'usage:team' record.team %}\">{{ record.team }}</a>")
+    used = tables.TemplateColumn(_figure("used"), verbose_name="Accel.-hours", attrs=NUM)
+    within = tables.TemplateColumn(_figure("within"), verbose_name="Within quota", attrs=NUM)
+    borrowed = tables.TemplateColumn(_figure("borrowed"), verbose_name="Borrowed", attrs=NUM)
+    quota = tables.TemplateColumn(_figure("quota"), verbose_name="Quota hours", attrs=NUM)
+    utilization_pct = tables.TemplateColumn(
+        '{% if value is not None %}<span class="util"><span class="bar" style="width: '
+        '{% if value > 100 %}100{% else %}{{ value|floatformat:0 }}{% endif %}%"></span>{{ value }}%</span>'
+        "{% else %}—{% endif %}",
+        verbose_name="Quota used",
+        attrs=NUM,
+    )
+    idle = tables.TemplateColumn("{{ value|floatformat:1 }}", verbose_name="Idle quota hours", attrs=NUM)
+    jobs = tables.TemplateColumn(_figure("jobs", "{{ value }}"), verbose_name="Jobs", attrs=NUM)
+    preemptions = tables.TemplateColumn(_figure("preemptions", "{{ value }}"), verbose_name="Preemptions", attrs=NUM)
+
+    class Meta(PortalTable.Meta):
+        attrs = {"class": "striped report", "data-testid": "team-totals"}
+        empty_text = "No usage in this range."
+
+
+class SummaryTable(PortalTable):
+    """The summary per team and instance type over the range (rows from selectors.usage_summary), sorted here."""
+
+    noun = "rows"
+    team = tables.Column()
+    instance_type = tables.Column(verbose_name="Instance type", default="—")
+    accelerator_hours = tables.TemplateColumn("{{ value|floatformat:1 }}", verbose_name="Accel.-hours", attrs=NUM)
+    within_quota_accelerator_hours = tables.TemplateColumn(
+        "{{ value|floatformat:1 }}", verbose_name="Within quota", attrs=NUM
+    )
+    borrowed_accelerator_hours = tables.TemplateColumn("{{ value|floatformat:1 }}", verbose_name="Borrowed", attrs=NUM)
+    quota_utilization_pct = tables.TemplateColumn(PERCENT, verbose_name="Quota used", attrs=NUM)
+    idle_quota_accelerator_hours = tables.TemplateColumn(
+        "{{ value|floatformat:1 }}", verbose_name="Idle quota h", attrs=NUM
+    )
+    vcpu_hours = tables.TemplateColumn("{{ value|floatformat:0 }}", verbose_name="vCPU-hours", attrs=NUM)
+    jobs_started = tables.Column(verbose_name="Jobs", attrs=NUM)
+    avg_wait_minutes = tables.TemplateColumn(
+        "{% if value is not None %}{{ value }} min{% else %}—{% endif %}", verbose_name="Avg wait", attrs=NUM
+    )
+    preemptions = tables.Column(verbose_name="Preempt.", attrs=NUM)
+
+    class Meta(PortalTable.Meta):
+        attrs = {"class": "striped report compact-table", "data-testid": "summary"}
+        empty_text = "No usage in this range."

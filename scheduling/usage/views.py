@@ -27,7 +27,7 @@ from scheduling.usage import charts, digest, figures, selectors, top_jobs
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
 from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule, AlertRuleChange, DigestFrequency
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
-from scheduling.usage.tables import JobReportTable, TopJobsTable
+from scheduling.usage.tables import JobReportTable, SummaryTable, TeamTotalsTable, TopJobsTable
 
 ROLLUP_SECONDS = 300  # how often the beat rolls samples up (portal/celery.py)
 
@@ -56,6 +56,7 @@ def _page(request, form, *, view: str, template: str, partial: str, build=None, 
         "presets": PRESET_LABELS,
         "resources": RESOURCES,
         "selected_range": selected or DEFAULT_PRESET,
+        "kept": [(k, v) for k, v in request.GET.items() if k.endswith(("sort", "per_page"))],
         **(extra or {}),
     }
 
@@ -124,15 +125,22 @@ def team_usage(request, name):
     )
 
 
-def _report_context(form, cleaned) -> dict:
+def _report_data(form, cleaned) -> dict:
     rows = selectors.usage_summary(
         window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
     )
     totals = selectors.team_totals(rows)
+    figure = charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None
+    return {"rows": rows, "totals": totals, "figure": figure}
+
+
+def _report_context(request, form, cleaned) -> dict:
+    # The rows change only as often as rollups arrive: kept per filters, sorted and paged per request.
+    data = cache.get_or_set(form.cache_key("reports-data"), lambda: _report_data(form, cleaned), _timeout(cleaned))
     return {
-        "rows": rows,
-        "totals": totals,
-        "figure": charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None,
+        **data,
+        "team_table": configure(request, TeamTotalsTable(list(data["totals"]), prefix="teams-")),
+        "summary_table": configure(request, SummaryTable(list(data["rows"]), prefix="summary-")),
         "window": cleaned["window"],
         "query": form.query_string(),
     }
@@ -146,7 +154,8 @@ def reports(request):
         view="reports",
         template="usage/reports.html",
         partial="usage/_reports_body.html",
-        build=lambda: _report_context(form, cleaned),
+        build=lambda: _report_context(request, form, cleaned),
+        cached=False,
     )
 
 

@@ -171,3 +171,21 @@ def test_custom_ranges_pick_the_step_by_length():
     assert window_for("custom", start=date(2026, 3, 1), end=date(2026, 3, 2)).step == "raw"
     assert window_for("custom", start=date(2026, 3, 1), end=date(2026, 3, 31)).step == "hour"
     assert window_for("custom", start=date(2026, 1, 1), end=date(2026, 3, 31)).step == "day"
+
+
+def test_the_summary_tables_sort_and_page_and_keep_the_filters(history, manager_user, client_for):
+    c = client_for(manager_user)
+    query = "range=custom&start=2026-03-01&end=2026-03-07"
+    response = c.get(f"/reports/?{query}&summary-sort=-accelerator_hours&teams-sort=team")
+    summary, teams = response.context["summary_table"], response.context["team_table"]
+    assert [r.record["team"] for r in summary.page.object_list] == ["team-a", "team-b"]
+    assert [r.record["team"] for r in teams.page.object_list] == ["team-a", "team-b"]
+    response = c.get(f"/reports/?{query}&summary-sort=accelerator_hours&teams-sort=-team&per_page=25")
+    assert [r.record["team"] for r in response.context["summary_table"].page.object_list] == ["team-b", "team-a"]
+    assert [r.record["team"] for r in response.context["team_table"].page.object_list] == ["team-b", "team-a"]
+    html = response.content.decode()
+    assert 'name="summary-sort" value="accelerator_hours"' in html  # a filter change keeps the order
+    assert 'name="per_page" value="25"' in html
+    assert "summary-sort=-accelerator_hours" in html  # the header links the other direction
+    for bad in ("summary-sort=nonsense", "summary-page=abc", "per_page=7", "teams-page=99"):
+        assert c.get(f"/reports/?{query}&{bad}").status_code == 200, bad

@@ -189,3 +189,23 @@ def test_the_summary_tables_sort_and_page_and_keep_the_filters(history, manager_
     assert "summary-sort=-accelerator_hours" in html  # the header links the other direction
     for bad in ("summary-sort=nonsense", "summary-page=abc", "per_page=7", "teams-page=99"):
         assert c.get(f"/reports/?{query}&{bad}").status_code == 200, bad
+
+
+def test_a_worker_imports_every_view_before_its_first_request():
+    """The CSV exports' first byte: a worker's first request used to import every URLconf and view (0.7-2 s)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, portal.wsgi; print(all(m in sys.modules for m in sys.argv[1:]))"
+    views = ["scheduling.views", "scheduling.usage.views", "scheduling.kube.views", "drf_spectacular.views"]
+    out = subprocess.run(
+        [sys.executable, "-c", code, *views],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "DEBUG": "true", "DJANGO_SETTINGS_MODULE": "portal.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "True"

@@ -6,6 +6,7 @@ Tests read the figures' data (traces, names, values), never pixels.
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from quotas.selectors import RESOURCE_LABELS
 from scheduling.usage.models import RESOURCES
 
 PALETTE = [
@@ -205,38 +206,38 @@ def preemptions_figure(data: dict) -> go.Figure:
 
 
 def team_hours_figure(totals: list[dict]) -> go.Figure:
-    """Accelerator-hours per team as horizontal bars: within quota, then borrowed, beside the quota hours."""
-    teams = [t["team"] for t in reversed(totals)]
+    """Accelerator-hours per team as horizontal bars: within quota, then borrowed, beside the quota hours. A bar
+    per team and accelerator resource: GPU-hours and Neuron device-hours are never added together."""
+    rows = [t for t in reversed(totals) if t["resource"]]
+    units = sorted({t["unit"] for t in rows})
+    several = len(units) > 1
+    bars = [f"{t['team']} · {RESOURCE_LABELS[t['resource']]}" if several else t["team"] for t in rows]
     fig = go.Figure(
         [
             go.Bar(
-                y=teams,
-                x=[t["within"] for t in reversed(totals)],
-                name="within quota",
-                orientation="h",
-                marker={"color": WITHIN},
+                y=bars, x=[t["within"] for t in rows], name="within quota", orientation="h", marker={"color": WITHIN}
             ),
             go.Bar(
-                y=teams,
-                x=[t["borrowed"] for t in reversed(totals)],
+                y=bars,
+                x=[t["borrowed"] for t in rows],
                 name="borrowed",
                 orientation="h",
                 marker={"color": BORROWED, "pattern": {"shape": "/"}},
             ),
             go.Scatter(
-                y=teams,
-                x=[t["quota"] for t in reversed(totals)],
+                y=bars,
+                x=[t["quota"] for t in rows],
                 name="quota hours",
                 mode="markers",
                 marker={"symbol": "line-ns-open", "size": 18, "color": QUOTA, "line": {"width": 2}},
             ),
-        ],
+        ],  # fmt: skip
         layout=_layout("Accelerator-hours by team", "", barmode="stack"),
     )
     fig.update_layout(
-        height=max(220, 60 + 26 * len(teams)),
+        height=max(220, 60 + 26 * len(bars)),
         hovermode="y unified",
-        xaxis={"type": "linear", "title": {"text": "accelerator-hours"}},
+        xaxis={"type": "linear", "title": {"text": " · ".join(units) or "accelerator-hours"}},
         yaxis={"title": None},
     )
     return fig

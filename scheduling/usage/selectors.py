@@ -240,7 +240,10 @@ SUMMARY_FIELDS = [
     "jobs_started",
     "avg_wait_minutes",
     "preemptions",
+    "accelerator",  # gpu, neuron or empty: hours of different accelerator resources are never added together
 ]
+
+HOURS_UNIT = {"gpu": "GPU-hours", "neuron": "Neuron device-hours", "": "hours (no accelerators)"}
 
 
 def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[dict]:
@@ -306,7 +309,11 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
         row_for(tuple(e[k] for k in keys[:-1]) + (e["itype"],))["preemptions"] = e["n"]
 
     team_names = dict(Team.objects.filter(pk__in={k[-2] for k in rows}).values_list("pk", "name"))
-    type_names = dict(InstanceType.objects.filter(pk__in={k[-1] for k in rows}).values_list("pk", "name"))
+    types_read = list(
+        InstanceType.objects.filter(pk__in={k[-1] for k in rows}).values_list("pk", "name", "accelerator_resource")
+    )
+    type_names = {pk: name for pk, name, _ in types_read}
+    type_resources = {pk: resource for pk, _, resource in types_read}
     out = []
     for key, r in rows.items():
         within = max(r["acc"] - r["acc_borrowed"], 0.0)
@@ -326,6 +333,7 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
                 "jobs_started": r["jobs"],
                 "avg_wait_minutes": round(r["wait"].total_seconds() / 60, 1) if r["wait"] is not None else None,
                 "preemptions": r["preemptions"],
+                "accelerator": type_resources.get(key[-1], ""),
             }
         )
     out.sort(key=lambda r: (str(r["day"] or ""), r["team"], r["instance_type"]))
@@ -345,13 +353,17 @@ def usage_summary_in_parts(*, window: Window, teams, types, days: int = 7):
 
 
 def team_totals(summary_rows: list[dict]) -> list[dict]:
-    """Roll summary rows up per team, for the one-line story a manager reads first."""
-    teams: dict[str, dict] = {}
+    """Roll summary rows up per team and accelerator resource (GPU-hours apart from Neuron device-hours), for
+    the one-line story a manager reads first. Instance types without accelerators add a row only where jobs ran
+    or were preempted on them."""
+    teams: dict[tuple, dict] = {}
     for r in summary_rows:
         t = teams.setdefault(
-            r["team"],
+            (r["team"], r["accelerator"]),
             {
                 "team": r["team"],
+                "resource": r["accelerator"],
+                "unit": HOURS_UNIT[r["accelerator"]],
                 "used": 0.0,
                 "within": 0.0,
                 "borrowed": 0.0,
@@ -374,7 +386,8 @@ def team_totals(summary_rows: list[dict]) -> list[dict]:
         # "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed.
         t["shown"] = {"used": round(t["used"], 1), "borrowed": round(t["borrowed"], 1)}
         t["shown"]["within"] = round(t["shown"]["used"] - t["shown"]["borrowed"], 1)
-    return sorted(teams.values(), key=lambda t: (-t["used"], t["team"]))
+    kept = [t for t in teams.values() if t["resource"] or t["jobs"] or t["preemptions"]]
+    return sorted(kept, key=lambda t: (-t["used"], t["team"], t["resource"]))
 
 
 JOB_FIELDS = [

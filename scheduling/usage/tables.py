@@ -110,8 +110,8 @@ class TopJobsTable(PortalTable):
 
 
 def _figure(key: str, value: str = "{{ value|floatformat:1 }}") -> str:
-    """A cell whose figure the reconcile tests read back (data-n="<team>:<key>")."""
-    return f'<span data-n="{{{{ record.team }}}}:{key}">{value}</span>'
+    """A cell whose figure the reconcile tests read back (data-n="<team>:<resource>:<key>")."""
+    return f'<span data-n="{{{{ record.team }}}}:{{{{ record.resource }}}}:{key}">{value}</span>'
 
 
 PERCENT = "{% if value is not None %}{{ value }}%{% else %}—{% endif %}"
@@ -122,7 +122,8 @@ class TeamTotalsTable(PortalTable):
 
     noun = "teams"
     team = tables.TemplateColumn("<a href=\"{% url 'usage:team' record.team %}\">{{ record.team }}</a>")
-    used = tables.TemplateColumn(_figure("used"), verbose_name="Accel.-hours", attrs=NUM)
+    unit = tables.Column(verbose_name="Unit", order_by=("resource",))
+    used = tables.TemplateColumn(_figure("used"), verbose_name="Hours used", attrs=NUM)
     within = tables.TemplateColumn(_figure("within"), verbose_name="Within quota", attrs=NUM)
     borrowed = tables.TemplateColumn(_figure("borrowed"), verbose_name="Borrowed", attrs=NUM)
     quota = tables.TemplateColumn(_figure("quota"), verbose_name="Quota hours", attrs=NUM)

@@ -231,13 +231,23 @@ def test_reports_add_up_to_the_daily_rollups_and_the_jobs(world, manager_user, c
     start = timezone.localtime(world["now"] - timedelta(days=7)).replace(hour=0, minute=0, second=0, microsecond=0)
     days = UsageRollup.objects.filter(granularity=Granularity.DAY, bucket__gte=start)
     for team in ("team-a", "team-b", "team-c"):
-        hours = days.filter(team__name=team).aggregate(used=Sum("acc_hours"), borrowed=Sum("borrowed_acc_hours"))
-        assert number(shown[f"{team}:used"]) == pytest.approx(hours["used"], abs=0.05)
-        assert number(shown[f"{team}:borrowed"]) == pytest.approx(hours["borrowed"], abs=0.05)
-        started = Job.objects.filter(team__name=team, admitted_at__gte=start).count()
-        assert number(shown[f"{team}:jobs"]) == started
-        story = {k: number(shown[f"{team}:story:{k}"]) for k in ("used", "within", "borrowed")}
-        assert story["within"] + story["borrowed"] == pytest.approx(story["used"], abs=1e-9)
+        jobs = 0
+        for resource in ("gpu", "neuron"):  # GPU-hours and Neuron device-hours apart, never added together
+            hours = days.filter(team__name=team, instance_type__accelerator_resource=resource).aggregate(
+                used=Sum("acc_hours"), borrowed=Sum("borrowed_acc_hours"), quota=Sum("quota_acc_hours")
+            )
+            if hours["used"] is None:
+                assert f"{team}:{resource}:used" not in shown
+                continue
+            assert number(shown[f"{team}:{resource}:used"]) == pytest.approx(hours["used"], abs=0.05)
+            assert number(shown[f"{team}:{resource}:borrowed"]) == pytest.approx(hours["borrowed"], abs=0.05)
+            assert number(shown[f"{team}:{resource}:quota"]) == pytest.approx(hours["quota"], abs=0.05)
+            jobs += number(shown[f"{team}:{resource}:jobs"])
+            if hours["used"] >= 0.05:
+                story = {k: number(shown[f"{team}:{resource}:story:{k}"]) for k in ("used", "within", "borrowed")}
+                assert story["within"] + story["borrowed"] == pytest.approx(story["used"], abs=1e-9)
+        assert jobs == Job.objects.filter(team__name=team, admitted_at__gte=start).count()
+    assert "team-a:neuron:used" in shown and "team-b:neuron:used" not in shown
 
 
 @pytest.mark.parametrize("url", ["/reports/jobs/", "/reports/jobs/?range=30d"])

@@ -38,7 +38,7 @@ def test_a_digest_carries_the_chart_as_png_and_the_summary_csv(usage, scientist)
     assert digest.digests_send_due(now=usage) == 1
     message = mail.outbox[0]
     assert message.to == ["sam@example.com"] and "team-a" in message.subject
-    assert "team-a: 30 accelerator-hours, 24 from its quota, 6 borrowed" in message.body
+    assert "team-a: 30 GPU-hours, 24 from its quota, 6 borrowed" in message.body
     assert "team-b" not in message.body  # a scientist's digest covers their teams only
     attachments = {name: (content, kind) for name, content, kind in message.attachments}
     png, kind = attachments["usage.png"]

@@ -45,6 +45,12 @@ def _layout(title: str, y_title: str, **extra) -> dict:
     )
 
 
+def _note(fig: go.Figure, text: str) -> go.Figure:
+    """Say in the plot why it is flat, so a chart of zeros never reads as a chart that failed to draw."""
+    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font={"color": "#6b7280"})
+    return fig
+
+
 def unit(resource: str) -> str:
     return RESOURCES[resource]
 
@@ -87,6 +93,8 @@ def team_usage_figure(
         ],
         layout=_layout(title, unit_label or unit(resource)),
     )
+    if series["x"] and not any(series["used"]):
+        _note(fig, "None in use in this range")
     return fig
 
 
@@ -133,7 +141,10 @@ def teams_stack_figure(
         )
     label = unit_label or unit(resource)
     title = f"{label} in use by team" if unit_label else "Usage by team"
-    return go.Figure(traces, layout=_layout(title, label))
+    fig = go.Figure(traces, layout=_layout(title, label))
+    if not any(any(values) for values in data["series"].values()):
+        _note(fig, "None in use in this range")
+    return fig
 
 
 def utilization_figure(data: dict) -> go.Figure:
@@ -179,6 +190,9 @@ def pending_figure(facets: list[tuple[str, dict]], waits: dict) -> go.Figure:
         layout=_layout("Pending demand and wait times", " · ".join(label for label, _ in facets)),
     )
     fig.update_layout(yaxis2={"title": {"text": "minutes"}, "overlaying": "y", "side": "right", "rangemode": "tozero"})
+    if not any(any(series["pending"]) for _, series in facets) and not any(waits["avg_minutes"]):
+        admitted = sum(waits["jobs"])
+        _note(fig, f"Nothing waited in this range: {admitted} jobs started as submitted" if admitted else "No waits")
     return fig
 
 

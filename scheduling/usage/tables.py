@@ -139,7 +139,7 @@ class TeamTotalsTable(PortalTable):
     preemptions = tables.TemplateColumn(_figure("preemptions", "{{ value }}"), verbose_name="Preemptions", attrs=NUM)
 
     class Meta(PortalTable.Meta):
-        attrs = {"class": "striped report", "data-testid": "team-totals"}
+        attrs = {"class": "striped report compact-table", "data-testid": "team-totals"}
         empty_text = "No usage in this range."
 
 

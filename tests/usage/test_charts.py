@@ -117,3 +117,17 @@ def test_pending_and_preemption_charts(minutes, team_a, scientist, p5, add_job):
     pre = selectors.preemptions_by_team(window=window, teams=teams, types=types)
     assert pre["series"] == {"team-a": [1]}
     assert as_data(charts.preemptions_figure(pre))["layout"]["barmode"] == "stack"
+
+
+def test_a_flat_chart_says_why(team_a):
+    from quotas.models import Team
+
+    window = raw_window()
+    quiet = selectors.team_series(window=window, teams=Team.objects.filter(pk=team_a.pk), types=None)
+    waits = {"x": [T0], "avg_minutes": [0], "jobs": [3]}
+    assert as_data(charts.team_usage_figure(quiet))["layout"].get("annotations") is None  # no samples: no note
+    quiet = {**quiet, "x": [T0], **{m: [0] for m in selectors.MEASURES}}
+    notes = as_data(charts.team_usage_figure(quiet, unit_label="Neuron devices"))["layout"]["annotations"]
+    assert notes[0]["text"] == "None in use in this range"
+    notes = as_data(charts.pending_figure([("GPUs", quiet)], waits))["layout"]["annotations"]
+    assert notes[0]["text"] == "Nothing waited in this range: 3 jobs started as submitted"

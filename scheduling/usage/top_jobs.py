@@ -21,6 +21,7 @@ from scheduling.usage.selectors import run_intervals
 
 TOP = 500  # how many jobs the ranking keeps
 CHUNK = 500
+RELATED = ("team", "submitted_by", "instance_type", "assigned_instance_type")
 
 FIELDS = [
     "rank",
@@ -57,11 +58,7 @@ def _candidates(start, end, teams, types, now):
         output_field=DurationField(),
     )
     at_most = ExpressionWrapper(span * F("accelerators") * F("pods"), output_field=DurationField())
-    return (
-        jobs.annotate(at_most=at_most)
-        .select_related("team", "submitted_by", "instance_type", "assigned_instance_type")
-        .order_by("-at_most", "-id")
-    )
+    return jobs.annotate(at_most=at_most).order_by("-at_most", "-id").values_list("pk", "at_most")
 
 
 def _hours_in(job: Job, events: list, start, end, now) -> float:
@@ -93,15 +90,16 @@ def top_jobs(*, window: Window, teams, types, top: int = TOP, now: datetime | No
     now = now or timezone.now()
     start, end = bounds(window, now)
     best: list[tuple] = []  # a min-heap of (hours, id, row)
-    jobs = iter(_candidates(start, end, teams, types, now).iterator(chunk_size=CHUNK))
-    while part := list(islice(jobs, CHUNK)):
-        if len(best) >= top and part[0].at_most <= timedelta(hours=best[0][0]):
+    candidates = iter(_candidates(start, end, teams, types, now).iterator(chunk_size=CHUNK))
+    while part := list(islice(candidates, CHUNK)):
+        if len(best) >= top and part[0][1] <= timedelta(hours=best[0][0]):
             break  # no job from here on could have used more than the least of the top
-        events: dict[int, list] = {job.pk: [] for job in part}
+        jobs = Job.objects.filter(pk__in=[pk for pk, _ in part]).select_related(*RELATED)
+        events: dict[int, list] = {pk: [] for pk, _ in part}
         running = JobEvent.objects.filter(job_id__in=list(events)).order_by("job_id", "at", "id")
         for job_id, state, at in running.values_list("job_id", "to_state", "at"):
             events[job_id].append((state, at))
-        for job in part:
+        for job in jobs:
             hours = _hours_in(job, events[job.pk], start, end, now)
             if hours <= 0:
                 continue

@@ -7,7 +7,7 @@ import pytest
 
 from scheduling.models import JobState
 from scheduling.usage import charts, selectors
-from scheduling.usage.models import Granularity, UsageRollup
+from scheduling.usage.models import Granularity, UsageRollup, UsageSample
 from scheduling.usage.ranges import Window
 from tests.usage.conftest import T0, hours
 
@@ -131,3 +131,22 @@ def test_a_flat_chart_says_why(team_a):
     assert notes[0]["text"] == "None in use in this range"
     notes = as_data(charts.pending_figure([("GPUs", quiet)], waits))["layout"]["annotations"]
     assert notes[0]["text"] == "Nothing waited in this range: 3 jobs started as submitted"
+
+
+def test_the_series_api_sums_one_accelerator_resource(minutes, team_a, manager_user, api_for):
+    from quotas.models import InstanceType
+
+    trn1 = InstanceType.objects.create(
+        name="ml.trn1.32xlarge", accelerator_resource="neuron", accelerators=16, vcpus=128, memory_gib=512
+    )
+    for m in range(3):
+        UsageSample.objects.create(team=team_a, instance_type=trn1, at=T0 + timedelta(minutes=m), used_acc=16)
+    api = api_for(manager_user)
+    window = {"range": "custom", "start": "2026-03-02", "end": "2026-03-02"}
+    gpus = api.get("/api/usage/series/", window).json()
+    assert gpus["accelerator"] == "gpu" and gpus["used"] == [12, 12, 12]  # team-a's 10 and team-b's 2, no Neuron
+    neuron = api.get("/api/usage/series/", {**window, "accelerator": "neuron"}).json()
+    assert neuron["used"] == [16, 16, 16]
+    assert api.get("/api/usage/series/", {**window, "accelerator": "tpu"}).status_code == 400
+    cpu = api.get("/api/usage/series/", {**window, "resource": "cpu"}).json()
+    assert cpu["accelerator"] == ""

@@ -249,9 +249,12 @@ def team_hours_figure(totals: list[dict]) -> go.Figure:
         layout=_layout("Accelerator-hours by team", "", barmode="stack"),
     )
     fig.update_layout(
-        height=max(220, 60 + 26 * len(bars)),
+        height=max(240, 110 + 26 * len(bars)),
+        margin={"l": 55, "r": 15, "t": 45, "b": 95},
+        # the legend in the figure's own bottom margin, below the axis title, however narrow the screen
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "traceorder": "normal"},
         hovermode="y unified",
-        xaxis={"type": "linear", "title": {"text": " · ".join(units) or "accelerator-hours"}},
+        xaxis={"type": "linear", "title": {"text": "device-hours" if several else (units or ["accelerator-hours"])[0]}},
         yaxis={"title": None},
     )
     return fig

@@ -1,6 +1,8 @@
 """The per-job report as a table: sorted and paged in the database, the run figures computed per page."""
 
 import django_tables2 as tables
+from django.db.models import F, OrderBy
+from django.db.models.functions import Coalesce
 
 from scheduling.models import Job
 from scheduling.tables import PortalTable
@@ -19,7 +21,7 @@ class JobReportTable(PortalTable):
     priority = tables.Column(
         accessor="report__priority_class", order_by=("priority_class__weight",), verbose_name="Priority", default="—"
     )
-    instance_type = tables.Column(accessor="report__instance_type", orderable=False, default="any")
+    instance_type = tables.Column(accessor="report__instance_type", default="any")
     accelerators = tables.Column(
         accessor="report__accelerators",
         verbose_name="Accel.",
@@ -33,7 +35,6 @@ class JobReportTable(PortalTable):
     wait = tables.TemplateColumn(
         "{% if value is not None %}{{ value }} min{% else %}—{% endif %}",
         accessor="report__wait_minutes",
-        orderable=False,
         attrs={"td": {"class": "num"}},
     )
     run = tables.TemplateColumn(
@@ -67,6 +68,17 @@ class JobReportTable(PortalTable):
         attrs = {"class": "striped report compact-table", "data-testid": "jobs"}
         row_attrs = {"data-job": lambda record: record.pk}
         empty_text = "No jobs were submitted in this range."
+
+    def order_instance_type(self, queryset, is_descending):
+        """By the instance type the job ran on, else the one it asked for (what the column shows)."""
+        named = queryset.annotate(type_name=Coalesce("assigned_instance_type__name", "instance_type__name"))
+        return named.order_by(OrderBy(F("type_name"), descending=is_descending), "-id"), True
+
+    def order_wait(self, queryset, is_descending):
+        """By submission to admission; jobs never admitted last either way, as the column shows them as —."""
+        wait = F("admitted_at") - F("submitted_at")
+        order = OrderBy(wait, descending=is_descending, nulls_last=True)
+        return queryset.order_by(order, "-id"), True
 
     def attach_reports(self):
         """Compute the report figures (run time from the events) for the jobs on the current page at once."""

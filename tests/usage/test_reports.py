@@ -209,3 +209,22 @@ def test_a_worker_imports_every_view_before_its_first_request():
         check=True,
     )
     assert out.stdout.strip() == "True"
+
+
+def test_the_per_job_report_sorts_by_wait_and_instance_type(history, manager_user, client_for, p5):
+    from quotas.models import InstanceType
+
+    g5 = InstanceType.objects.create(name="ml.g5.2xlarge", accelerator_resource="gpu", accelerators=1, vcpus=8,
+                                     memory_gib=32)  # fmt: skip
+    from scheduling.models import Job
+
+    Job.objects.filter(name="bjob").update(instance_type=g5)
+    c = client_for(manager_user)
+
+    def names(sort):
+        response = c.get("/reports/jobs/", {**MARCH, "sort": sort})
+        return [row.record.name for row in response.context["table"].page.object_list]
+
+    # waits: train 3.5 h (its last admission), eval 0.5 h, bjob never admitted (last both ways)
+    assert names("wait") == ["eval", "train", "bjob"] and names("-wait") == ["train", "eval", "bjob"]
+    assert names("instance_type")[0] == "bjob" and names("-instance_type")[-1] == "bjob"

@@ -65,6 +65,9 @@ class SummaryRowSerializer(serializers.Serializer):
     jobs_started = serializers.IntegerField()
     avg_wait_minutes = serializers.FloatField(allow_null=True)
     preemptions = serializers.IntegerField()
+    accelerator = serializers.CharField(
+        allow_blank=True, help_text="gpu, neuron or empty: hours of different accelerator resources never add up"
+    )
 
 
 class JobReportRowSerializer(serializers.Serializer):

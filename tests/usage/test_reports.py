@@ -124,6 +124,7 @@ def test_summary_csv_matches_the_api(history, manager_user, client_for, api_for)
     assert rows[0]["team"] == "team-a" and float(rows[0]["borrowed_accelerator_hours"]) == 30
     api = api_for(manager_user).get("/api/usage/summary/", MARCH).json()
     assert api["count"] == 2 and api["results"][0]["accelerator_hours"] == float(rows[0]["accelerator_hours"])
+    assert api["results"][0]["accelerator"] == rows[0]["accelerator"] == "gpu"
     api_csv = api_for(manager_user).get("/api/usage/summary/", {**MARCH, "format": "csv"})
     assert list(csv.DictReader(io.StringIO(api_csv.content.decode())))[0]["team"] == "team-a"
 

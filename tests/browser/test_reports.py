@@ -79,7 +79,7 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
     page.goto(f"{live_server.url}/reports/")
     assert page.locator("h1").inner_text() == "Usage reports"
     stories = page.get_by_test_id("stories")
-    assert "accelerator-hours" in stories.inner_text() and "borrowed" in stories.inner_text()
+    assert "GPU-hours" in stories.inner_text() and "borrowed" in stories.inner_text()
     thirty_days = page.get_by_test_id("team-totals").inner_text()
     screenshot(page, "reports-30d")
 

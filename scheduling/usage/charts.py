@@ -156,7 +156,10 @@ def utilization_figure(data: dict) -> go.Figure:
     ]
     layout = _layout("Cluster utilization by instance type", "% of capacity")
     layout["yaxis"]["range"] = [0, 105]
-    return go.Figure(traces, layout=layout)
+    fig = go.Figure(traces, layout=layout)
+    if not traces:
+        _note(fig, "None of this resource installed on these instance types")
+    return fig
 
 
 def pending_figure(facets: list[tuple[str, dict]], waits: dict) -> go.Figure:

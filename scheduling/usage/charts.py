@@ -158,7 +158,8 @@ def utilization_figure(data: dict) -> go.Figure:
     layout["yaxis"]["range"] = [0, 105]
     fig = go.Figure(traces, layout=layout)
     if not traces:
-        _note(fig, "None of this resource installed on these instance types")
+        installed = data.get("installed", True)
+        _note(fig, "No usage recorded in this range" if installed else "None of it installed on these instance types")
     return fig
 
 

@@ -174,7 +174,7 @@ def utilization_by_type(*, window: Window, teams, types, resource: str = "acc") 
         for name, values in sorted(per_type.items())
         if capacity.get(name)
     }
-    return {"x": x, "series": series}
+    return {"x": x, "series": series, "installed": any(capacity.values())}
 
 
 def _job_trunc(window: Window, field: str):

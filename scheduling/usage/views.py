@@ -6,6 +6,7 @@ to set and managers to read.
 """
 
 import csv
+import hashlib
 import itertools
 from datetime import datetime
 
@@ -148,14 +149,16 @@ def _report_context(request, form, cleaned) -> dict:
 
 def reports(request):
     form, cleaned = _filters(request, range="30d")
+    # The body is kept per filters and per order and page of its tables: the default view costs a cache read.
+    state = sorted((k, v) for k, v in request.GET.items() if k.endswith(("sort", "page")))
+    tables_state = hashlib.sha1(repr(state).encode()).hexdigest()[:16]
     return _page(
         request,
         form,
-        view="reports",
+        view=f"reports-{tables_state}",
         template="usage/reports.html",
         partial="usage/_reports_body.html",
         build=lambda: _report_context(request, form, cleaned),
-        cached=False,
     )
 
 

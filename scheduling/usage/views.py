@@ -48,7 +48,7 @@ def _filters(request, **initial):
     return form, form.cleaned_data
 
 
-def _page(request, form, *, view: str, template: str, partial: str, build=None, extra=None, cached=True):
+def _page(request, form, *, view: str, template: str, partial: str, build=None, extra=None, cached=True, timeout=None):
     """Render the page body once per window and audience and reuse it: the data behind it changes only as
     often as samples (raw) or rollups arrive. htmx gets the body alone (filters swap it in place)."""
     selected = form.cleaned_data.get("range") if form.is_valid() else form.data.get("range")
@@ -68,7 +68,7 @@ def _page(request, form, *, view: str, template: str, partial: str, build=None, 
         return render_to_string(partial, context, request=request)
 
     if form.is_valid() and cached:
-        html = cache.get_or_set(form.cache_key(view), body, _timeout(form.cleaned_data))
+        html = cache.get_or_set(form.cache_key(view), body, timeout or _timeout(form.cleaned_data))
     else:
         html = body()
     if request.htmx and not request.htmx.boosted:
@@ -147,11 +147,16 @@ def _report_context(request, form, cleaned) -> dict:
     }
 
 
+def _tables_state(request) -> str:
+    """The order, page and page size of a page's tables, for the key its body is kept under."""
+    state = sorted((k, v) for k, v in request.GET.items() if k.endswith(("sort", "page")))
+    return hashlib.sha1(repr(state).encode()).hexdigest()[:16]
+
+
 def reports(request):
     form, cleaned = _filters(request, range="30d")
     # The body is kept per filters and per order and page of its tables: the default view costs a cache read.
-    state = sorted((k, v) for k, v in request.GET.items() if k.endswith(("sort", "page")))
-    tables_state = hashlib.sha1(repr(state).encode()).hexdigest()[:16]
+    tables_state = _tables_state(request)
     return _page(
         request,
         form,
@@ -278,11 +283,11 @@ def top_jobs_report(request):
     return _page(
         request,
         form,
-        view="top-jobs",
+        view=f"top-jobs-{_tables_state(request)}",
         template="usage/top_jobs.html",
         partial="usage/_top_jobs_body.html",
         build=build,
-        cached=False,
+        timeout=settings.USAGE_SAMPLE_SECONDS,  # as long as the ranking is kept
     )
 
 

@@ -229,3 +229,13 @@ def test_the_per_job_report_sorts_by_wait_and_instance_type(history, manager_use
     # waits: train 3.5 h (its last admission), eval 0.5 h, bjob never admitted (last both ways)
     assert names("wait") == ["eval", "train", "bjob"] and names("-wait") == ["train", "eval", "bjob"]
     assert names("instance_type")[0] == "bjob" and names("-instance_type")[-1] == "bjob"
+
+
+def test_a_preset_counts_today_in_the_first_minutes_after_midnight():
+    from datetime import UTC, datetime
+
+    from scheduling.usage.ranges import page_window
+
+    window = page_window("7d", now=datetime(2026, 3, 9, 0, 3, tzinfo=UTC))  # ends at the 00:00 rollup mark
+    assert window.end == datetime(2026, 3, 9, 0, 0, tzinfo=UTC) and window.last_day == date(2026, 3, 9)
+    assert window_for("custom", start=date(2026, 3, 2), end=date(2026, 3, 8)).last_day == date(2026, 3, 8)

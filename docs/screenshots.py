@@ -65,7 +65,7 @@ def main() -> int:
 
         login(page, "manager")
         page.goto(f"{URL}/usage/?range=7d")
-        page.wait_for_function("document.getElementById('chart-usage').dataset.drawn")
+        page.wait_for_function("document.getElementById('chart-usage-gpu').dataset.drawn")
         page.wait_for_timeout(500)
         shot(page, "usage-7d", full_page=True)
         page.goto(f"{URL}/reports/?range=30d")

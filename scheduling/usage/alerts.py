@@ -18,6 +18,7 @@ from django.db.models import DateTimeField, F, Min, OuterRef, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from quotas.selectors import RESOURCE_LABELS
 from scheduling.models import QUEUED_STATES, Job, JobEvent, JobState
 from scheduling.usage.models import (
     AlertDelivery,
@@ -87,31 +88,43 @@ def alert_rule_delete(*, rule: AlertRule, by) -> None:
 
 
 def usage_above_quota(rule: AlertRule, now: datetime) -> tuple[bool, float | None, str]:
-    """True when every sample of the last Y minutes had the team above X % of its accelerator quota (vCPU quota
-    for a team without accelerators) and the samples cover those minutes."""
+    """True when every sample of the last Y minutes had the team above X % of its quota in one accelerator
+    resource (GPUs and Neuron devices apart, never added; vCPUs for a team without accelerators) and the samples
+    cover those minutes. The resource furthest above its quota is the one reported."""
     since = now - timedelta(minutes=rule.minutes)
-    ticks = list(
+    rows = list(
         UsageSample.objects.filter(team=rule.team, at__gt=since, at__lte=now)
-        .values("at")
+        .values("at", resource=F("instance_type__accelerator_resource"))
         .annotate(u=Sum("used_acc"), q=Sum("quota_acc"), uc=Sum("used_cpu"), qc=Sum("quota_cpu"))
         .order_by("at")
     )
     tolerance = timedelta(seconds=1.5 * settings.USAGE_SAMPLE_SECONDS)
-    if not ticks or ticks[0]["at"] > since + tolerance or ticks[-1]["at"] < now - tolerance:
+    if not rows or rows[0]["at"] > since + tolerance or rows[-1]["at"] < now - tolerance:
         return False, None, "not enough samples for the window"
-    accelerators = any(t["q"] or t["u"] for t in ticks)
-    pcts = []
-    for t in ticks:
-        used, quota = (t["u"], t["q"]) if accelerators else (t["uc"], t["qc"])
-        pcts.append(100 * used / quota if quota else (float("inf") if used else 0.0))
-    low = min(pcts)
-    what = "accelerator" if accelerators else "vCPU"
+    ticks = sorted({r["at"] for r in rows})
+    per_resource: dict[str, dict] = {}
+    for r in rows:
+        if r["resource"] and (r["u"] or r["q"]):
+            per_resource.setdefault(r["resource"], {})[r["at"]] = (r["u"], r["q"])
+    if not per_resource:  # no accelerators: vCPUs, all instance types together
+        for r in rows:
+            used, quota = per_resource.setdefault("cpu", {}).get(r["at"], (0.0, 0.0))
+            per_resource["cpu"][r["at"]] = (used + (r["uc"] or 0), quota + (r["qc"] or 0))
+
+    def lowest(values: dict) -> float:
+        pcts = []
+        for at in ticks:
+            used, quota = values.get(at, (0.0, 0.0))
+            pcts.append(100 * used / quota if quota else (float("inf") if used else 0.0))
+        return min(pcts)
+
+    resource, low = max(((r, lowest(v)) for r, v in per_resource.items()), key=lambda item: item[1])
     shown = "no quota" if low == float("inf") else f"{low:.0f}%"
     return (
         low > rule.threshold_pct,
         None if low == float("inf") else round(low, 1),
-        f"{rule.team.name} used at least {shown} of its {what} quota for the last {rule.minutes} min "
-        f"(threshold {rule.threshold_pct:g}%)",
+        f"{rule.team.name} used at least {shown} of its {RESOURCE_LABELS[resource]} quota for the last "
+        f"{rule.minutes} min (threshold {rule.threshold_pct:g}%)",
     )
 
 
@@ -139,19 +152,27 @@ def pending_too_long(rule: AlertRule, now: datetime) -> tuple[bool, float | None
 
 
 def quota_idle(rule: AlertRule, now: datetime) -> tuple[bool, float | None, str]:
-    """True when, over the last 7 days of hourly rollups, the team used less than W % of its accelerator quota
-    (only once a full week has been recorded)."""
+    """True when, over the last 7 days of hourly rollups, the team used less than W % of its quota in one
+    accelerator resource (GPUs and Neuron devices apart; only once a full week has been recorded). The resource
+    with the least of its quota used is the one reported."""
     since = now - IDLE_WINDOW
-    agg = UsageRollup.objects.filter(
+    rollups = UsageRollup.objects.filter(
         granularity=Granularity.HOUR, team=rule.team, bucket__gte=since, bucket__lt=now
-    ).aggregate(used=Sum(F("acc_hours") - F("borrowed_acc_hours")), quota=Sum("quota_acc_hours"), first=Min("bucket"))
-    if not agg["quota"] or agg["first"] is None or agg["first"] > since + timedelta(hours=1):
+    )
+    first = rollups.aggregate(first=Min("bucket"))["first"]
+    per_resource = (
+        rollups.exclude(instance_type__accelerator_resource="")
+        .values(resource=F("instance_type__accelerator_resource"))
+        .annotate(used=Sum(F("acc_hours") - F("borrowed_acc_hours")), quota=Sum("quota_acc_hours"))
+    )
+    pcts = {r["resource"]: 100 * (r["used"] or 0) / r["quota"] for r in per_resource if r["quota"]}
+    if not pcts or first is None or first > since + timedelta(hours=1):
         return False, None, "less than a week of history, or no accelerator quota"
-    pct = 100 * (agg["used"] or 0) / agg["quota"]
+    resource, pct = min(pcts.items(), key=lambda item: item[1])
     return (
         pct < rule.threshold_pct,
         round(pct, 1),
-        f"{rule.team.name} used {pct:.0f}% of its accelerator quota over the last 7 days "
+        f"{rule.team.name} used {pct:.0f}% of its {RESOURCE_LABELS[resource]} quota over the last 7 days "
         f"(threshold {rule.threshold_pct:g}%)",
     )
 

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from portal.api import BoundedPagination, RejectUnknownFields
 from portal.schema import SingleObjectSchema
-from quotas.models import Team
+from quotas.models import InstanceType, Team
 from scheduling.usage import alerts as alert_services
 from scheduling.usage import selectors
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
@@ -65,6 +65,9 @@ class SummaryRowSerializer(serializers.Serializer):
     jobs_started = serializers.IntegerField()
     avg_wait_minutes = serializers.FloatField(allow_null=True)
     preemptions = serializers.IntegerField()
+    accelerator = serializers.CharField(
+        allow_blank=True, help_text="gpu, neuron or empty: hours of different accelerator resources never add up"
+    )
 
 
 class JobReportRowSerializer(serializers.Serializer):
@@ -157,6 +160,9 @@ class SeriesSerializer(serializers.Serializer):
     fair_share = serializers.ListField(child=serializers.FloatField())
     pending_jobs = serializers.ListField(child=serializers.FloatField())
     step = serializers.CharField()
+    accelerator = serializers.CharField(
+        allow_blank=True, help_text="with resource=acc: gpu or neuron, the one accelerator resource summed (never both)"
+    )
 
 
 class UsageSeriesViewSet(viewsets.ViewSet):
@@ -166,18 +172,33 @@ class UsageSeriesViewSet(viewsets.ViewSet):
     schema = SingleObjectSchema()
 
     @extend_schema(
-        parameters=[*FILTER_PARAMS, OpenApiParameter("resource", str, enum=["acc", "cpu", "mem"])],
+        parameters=[
+            *FILTER_PARAMS,
+            OpenApiParameter("resource", str, enum=["acc", "cpu", "mem"]),
+            OpenApiParameter(
+                "accelerator",
+                str,
+                enum=list(selectors.ACCELERATORS),
+                description="with resource=acc (the default): which accelerator resource; GPUs and Neuron devices "
+                "are never added together. Default: the first the instance types in scope have (gpu before neuron)",
+            ),
+        ],
         responses=SeriesSerializer,
     )
     def list(self, request):
         form = _filters(request, "7d")
-        data = selectors.team_series(
-            window=form.cleaned_data["window"],
-            teams=form.teams(),
-            types=form.instance_types(),
-            resource=form.cleaned_data["resource"],
-        )
-        return Response(SeriesSerializer({**data, "step": form.cleaned_data["window"].step}).data)
+        resource = form.cleaned_data["resource"]
+        types, accelerator = form.instance_types(), ""
+        if resource == "acc":
+            facets = {key: facet_types for key, _, facet_types in selectors.resource_facets(types, "acc")}
+            accelerator = request.query_params.get("accelerator") or next(iter(facets), "")
+            if accelerator and accelerator not in selectors.ACCELERATORS:
+                raise ValidationError({"accelerator": [f"choose one of {', '.join(selectors.ACCELERATORS)}"]})
+            types = facets.get(accelerator, InstanceType.objects.none())  # none in scope: zeros, not a sum
+        window = form.cleaned_data["window"]
+        data = selectors.team_series(window=window, teams=form.teams(), types=types, resource=resource)
+        step = window.step
+        return Response(SeriesSerializer({**data, "step": step, "accelerator": accelerator}).data)
 
 
 # ---- alerts ----------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ Tests read the figures' data (traces, names, values), never pixels.
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from quotas.selectors import RESOURCE_LABELS
 from scheduling.usage.models import RESOURCES
 
 PALETTE = [
@@ -44,13 +45,21 @@ def _layout(title: str, y_title: str, **extra) -> dict:
     )
 
 
+def _note(fig: go.Figure, text: str) -> go.Figure:
+    """Say in the plot why it is flat, so a chart of zeros never reads as a chart that failed to draw."""
+    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font={"color": "#6b7280"})
+    return fig
+
+
 def unit(resource: str) -> str:
     return RESOURCES[resource]
 
 
-def team_usage_figure(series: dict, *, resource: str = "acc", title: str = "Usage against quota") -> go.Figure:
+def team_usage_figure(
+    series: dict, *, resource: str = "acc", unit_label: str | None = None, title: str = "Usage against quota"
+) -> go.Figure:
     """Stacked area: the part within quota, the borrowed part on top of it; the quota, the idle quota lent to
-    other teams and the fair share as lines."""
+    other teams and the fair share as lines. One resource per figure (GPUs or Neuron devices, never both)."""
     x = _iso(series["x"])
     within = [max(u - b, 0) for u, b in zip(series["used"], series["borrowed"], strict=True)]
     fig = go.Figure(
@@ -82,13 +91,23 @@ def team_usage_figure(series: dict, *, resource: str = "acc", title: str = "Usag
                 line={"color": FAIR, "dash": "dot", "width": 1.5},
             ),
         ],
-        layout=_layout(title, unit(resource)),
+        layout=_layout(title, unit_label or unit(resource)),
     )
+    if series["x"] and not any(series["used"]):
+        _note(fig, "None in use in this range")
     return fig
 
 
-def teams_stack_figure(data: dict, *, resource: str = "acc", capacity: float | None = None) -> go.Figure:
-    """Stacked area of usage per team (the biggest users; the rest as 'other teams'), with the capacity line."""
+def teams_stack_figure(
+    data: dict,
+    *,
+    resource: str = "acc",
+    unit_label: str | None = None,
+    capacity: float | None = None,
+    borrowed: dict | None = None,
+) -> go.Figure:
+    """Stacked area of usage per team (the biggest users; the rest as 'other teams'), with the capacity line and,
+    given the totals, the part of the usage that is borrowed. One resource per figure."""
     x = _iso(data["x"])
     traces = [
         go.Scatter(
@@ -110,7 +129,22 @@ def teams_stack_figure(data: dict, *, resource: str = "acc", capacity: float | N
                 line={"color": QUOTA, "dash": "dash"},
             )
         )
-    return go.Figure(traces, layout=_layout("Usage by team", unit(resource)))
+    if borrowed is not None and data["x"]:
+        traces.append(
+            go.Scatter(
+                x=_iso(borrowed["x"]),
+                y=borrowed["borrowed"],
+                name="borrowed (all teams)",
+                mode="lines",
+                line={"color": BORROWED, "dash": "dot", "width": 1.5},
+            )
+        )
+    label = unit_label or unit(resource)
+    title = f"{label} in use by team" if unit_label else "Usage by team"
+    fig = go.Figure(traces, layout=_layout(title, label))
+    if not any(any(values) for values in data["series"].values()):
+        _note(fig, "None in use in this range")
+    return fig
 
 
 def utilization_figure(data: dict) -> go.Figure:
@@ -122,21 +156,31 @@ def utilization_figure(data: dict) -> go.Figure:
     ]
     layout = _layout("Cluster utilization by instance type", "% of capacity")
     layout["yaxis"]["range"] = [0, 105]
-    return go.Figure(traces, layout=layout)
+    fig = go.Figure(traces, layout=layout)
+    if not traces:
+        installed = data.get("installed", True)
+        _note(fig, "No usage recorded in this range" if installed else "None of it installed on these instance types")
+    return fig
 
 
-def pending_figure(series: dict, waits: dict, *, resource: str = "acc") -> go.Figure:
-    """Pending demand over time (left axis) and the average wait of the jobs admitted (right axis)."""
+def pending_figure(facets: list[tuple[str, dict]], waits: dict) -> go.Figure:
+    """Pending demand over time, a line per facet (GPUs apart from Neuron devices; left axis), and the average
+    wait of the jobs admitted (right axis)."""
+    colours = [BORROWED, *PALETTE]
+    lines = [
+        go.Scatter(
+            x=_iso(series["x"]),
+            y=series["pending"],
+            name=f"pending {label}",
+            mode="lines",
+            fill="tozeroy" if i == 0 else None,
+            line={"color": colours[i % len(colours)]},
+        )
+        for i, (label, series) in enumerate(facets)
+    ]
     fig = go.Figure(
         [
-            go.Scatter(
-                x=_iso(series["x"]),
-                y=series["pending"],
-                name=f"pending {unit(resource).lower()}",
-                mode="lines",
-                fill="tozeroy",
-                line={"color": BORROWED},
-            ),
+            *lines,
             go.Bar(
                 x=_iso(waits["x"]),
                 y=waits["avg_minutes"],
@@ -147,9 +191,12 @@ def pending_figure(series: dict, waits: dict, *, resource: str = "acc") -> go.Fi
                 hovertemplate="%{y} min over %{customdata} jobs",
             ),
         ],
-        layout=_layout("Pending demand and wait times", unit(resource)),
+        layout=_layout("Pending demand and wait times", " · ".join(label for label, _ in facets)),
     )
     fig.update_layout(yaxis2={"title": {"text": "minutes"}, "overlaying": "y", "side": "right", "rangemode": "tozero"})
+    if not any(any(series["pending"]) for _, series in facets) and not any(waits["avg_minutes"]):
+        admitted = sum(waits["jobs"])
+        _note(fig, f"Nothing waited in this range: {admitted} jobs started as submitted" if admitted else "No waits")
     return fig
 
 
@@ -177,38 +224,41 @@ def preemptions_figure(data: dict) -> go.Figure:
 
 
 def team_hours_figure(totals: list[dict]) -> go.Figure:
-    """Accelerator-hours per team as horizontal bars: within quota, then borrowed, beside the quota hours."""
-    teams = [t["team"] for t in reversed(totals)]
+    """Accelerator-hours per team as horizontal bars: within quota, then borrowed, beside the quota hours. A bar
+    per team and accelerator resource: GPU-hours and Neuron device-hours are never added together."""
+    rows = [t for t in reversed(totals) if t["resource"]]
+    units = sorted({t["unit"] for t in rows})
+    several = len(units) > 1
+    bars = [f"{t['team']} · {RESOURCE_LABELS[t['resource']]}" if several else t["team"] for t in rows]
     fig = go.Figure(
         [
             go.Bar(
-                y=teams,
-                x=[t["within"] for t in reversed(totals)],
-                name="within quota",
-                orientation="h",
-                marker={"color": WITHIN},
+                y=bars, x=[t["within"] for t in rows], name="within quota", orientation="h", marker={"color": WITHIN}
             ),
             go.Bar(
-                y=teams,
-                x=[t["borrowed"] for t in reversed(totals)],
+                y=bars,
+                x=[t["borrowed"] for t in rows],
                 name="borrowed",
                 orientation="h",
                 marker={"color": BORROWED, "pattern": {"shape": "/"}},
             ),
             go.Scatter(
-                y=teams,
-                x=[t["quota"] for t in reversed(totals)],
+                y=bars,
+                x=[t["quota"] for t in rows],
                 name="quota hours",
                 mode="markers",
                 marker={"symbol": "line-ns-open", "size": 18, "color": QUOTA, "line": {"width": 2}},
             ),
-        ],
+        ],  # fmt: skip
         layout=_layout("Accelerator-hours by team", "", barmode="stack"),
     )
     fig.update_layout(
-        height=max(220, 60 + 26 * len(teams)),
+        height=max(240, 110 + 26 * len(bars)),
+        margin={"l": 55, "r": 15, "t": 45, "b": 95},
+        # the legend in the figure's own bottom margin, below the axis title, however narrow the screen
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "traceorder": "normal"},
         hovermode="y unified",
-        xaxis={"type": "linear", "title": {"text": "accelerator-hours"}},
+        xaxis={"type": "linear", "title": {"text": "device-hours" if several else (units or ["accelerator-hours"])[0]}},
         yaxis={"title": None},
     )
     return fig

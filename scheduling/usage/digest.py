@@ -76,6 +76,26 @@ def teams_of(user) -> tuple[object, str]:
     return teams, ", ".join(teams.values_list("name", flat=True))
 
 
+def _chart(window: Window, teams, names: str):
+    """The usage chart of the first accelerator resource the teams use or hold (GPUs and Neuron devices are never
+    added together; the page draws one chart per resource, an e-mail carries one picture)."""
+    facets = selectors.resource_facets(None, "acc") or [("acc", "Accelerators", None)]
+
+    def read(types):
+        if teams is None:
+            return selectors.usage_overview(window=window, teams=None, types=types)
+        return selectors.team_series(window=window, teams=teams, types=types), None
+
+    read_facets = ((facet, *read(facet[2])) for facet in facets)
+    (_, label, types), series, by_team = next(
+        (f for f in read_facets if any(f[1]["used"]) or any(f[1]["quota"])), None
+    ) or ((facets[0], *read(facets[0][2])))
+    if teams is None:
+        capacity = sum(selectors.capacity_by_type(types).values())
+        return charts.teams_stack_figure(by_team, unit_label=label, capacity=capacity, borrowed=series)
+    return charts.team_usage_figure(series, unit_label=label, title=f"{names}: {label} against quota")
+
+
 def digest_build(*, user, frequency: str, now: datetime | None = None) -> Digest | None:
     """The digest for one user over the last day or week; None if the user is in no team."""
     now = now or timezone.now()
@@ -86,13 +106,7 @@ def digest_build(*, user, frequency: str, now: datetime | None = None) -> Digest
     window = Window(start=now - span, end=now, step="raw" if span <= timedelta(days=2) else "hour", preset="digest")
     rows = selectors.usage_summary(window=window, teams=teams, types=None, by_day=True)
     totals = selectors.team_totals(rows)
-    if teams is None:
-        _, by_team = selectors.usage_overview(window=window, teams=None, types=None)
-        capacity = sum(selectors.capacity_by_type(None).values())
-        fig = charts.teams_stack_figure(by_team, capacity=capacity)
-    else:
-        series = selectors.team_series(window=window, teams=teams, types=None)
-        fig = charts.team_usage_figure(series, title=f"{names}: usage against quota")
+    fig = _chart(window, teams, names)
     fig.update_xaxes(range=[window.start.isoformat(), window.end.isoformat()])
     png = chart_png(fig)
 
@@ -102,7 +116,7 @@ def digest_build(*, user, frequency: str, now: datetime | None = None) -> Digest
     lines += [f"GPU and Neuron usage against quota for {names}, the {period} to {until}:", ""]
     for t in totals:
         shown = t["shown"]
-        line = f"- {t['team']}: {shown['used']:g} accelerator-hours, {shown['within']:g} from its quota, "
+        line = f"- {t['team']}: {shown['used']:g} {t['unit']}, {shown['within']:g} from its quota, "
         line += f"{shown['borrowed']:g} borrowed"
         if t["utilization_pct"] is not None:
             line += f"; {t['utilization_pct']:g} % of its quota used, {t['idle']:.0f} quota hours idle"

@@ -31,45 +31,64 @@ def scope_of(teams) -> str:
 def figure_key(*, kind: str, scope: str, window: Window, resource: str, instance_type=None) -> str:
     parts = [kind, scope, window.preset, window.start.isoformat(), window.end.isoformat(), resource,
              instance_type.pk if instance_type else ""]  # fmt: skip
-    return "usage-figures:" + ":".join(str(p) for p in parts)
+    return "usage-figures:v2:" + ":".join(str(p) for p in parts)
+
+
+def _has_data(series: dict, latest: dict) -> bool:
+    return any(any(series[m]) or latest[m] for m in ("used", "quota", "pending", "lent"))
 
 
 def build(*, window: Window, teams, types, resource: str, team: Team | None = None, utilization: bool = True) -> dict:
-    """The charts (JSON) and tiles for the dashboard (team None) or one team's usage."""
-    if team is not None:
-        totals = selectors.team_series(window=window, teams=teams, types=types, resource=resource)
-        usage = charts.team_usage_figure(totals, resource=resource, title=f"{team.name}: usage against quota")
-    else:
-        totals, by_team = selectors.usage_overview(window=window, teams=teams, types=types, resource=resource)
-        capacity = sum(selectors.capacity_by_type(types, resource).values())
-        usage = charts.teams_stack_figure(by_team, resource=resource, capacity=capacity)
+    """The charts (JSON) and tiles for the dashboard (team None) or one team's usage: a usage chart and a row of
+    tiles per facet (GPUs apart from Neuron devices), then utilization, pending demand and preemptions."""
+    facets, figures = [], {}
+    for key, label, facet_types in selectors.resource_facets(types, resource):
+        latest = selectors.latest_totals(teams=teams, types=facet_types, resource=resource)
+        if team is not None:
+            totals = selectors.team_series(window=window, teams=teams, types=facet_types, resource=resource)
+            usage = charts.team_usage_figure(totals, unit_label=label, title=f"{team.name}: {label} against quota")
+        else:
+            totals, by_team = selectors.usage_overview(window=window, teams=teams, types=facet_types, resource=resource)
+            capacity = sum(selectors.capacity_by_type(facet_types, resource).values())
+            usage = charts.teams_stack_figure(by_team, unit_label=label, capacity=capacity, borrowed=totals)
+        facets.append({"key": key, "label": label, "totals": totals, "latest": latest, "usage": usage})
+    shown = [f for f in facets if _has_data(f["totals"], f["latest"])] or facets[:1]
     waits = selectors.wait_times(window=window, teams=teams, types=types)
-    figures = {"usage": usage}
     if utilization:
         figures["utilization"] = charts.utilization_figure(
             selectors.utilization_by_type(window=window, teams=teams, types=types, resource=resource)
         )
     figures |= {
-        "pending": charts.pending_figure(totals, waits, resource=resource),
+        "pending": charts.pending_figure([(f["label"], f["totals"]) for f in shown], waits),
         "preemptions": charts.preemptions_figure(
             selectors.preemptions_by_team(window=window, teams=teams, types=types)
         ),
     }
-    used = totals["used"]
-    latest = selectors.latest_totals(teams=teams, types=types, resource=resource)
-    tiles = {
+    for fig in [*figures.values(), *(f["usage"] for f in shown)]:
+        fig.update_xaxes(range=[window.start.isoformat(), window.end.isoformat()])
+    return {
+        "facets": [
+            {"key": f["key"], "label": f["label"], "tiles": _tiles(f), "figure": charts.as_json(f["usage"])}
+            for f in shown
+        ],
+        "figures": {name: charts.as_json(fig) for name, fig in figures.items()},
+        "at": max((f["latest"]["at"] for f in shown if f["latest"]["at"]), default=None),
+    }
+
+
+def _tiles(facet: dict) -> dict:
+    """The figures beside one facet's chart: now (the latest sample), and average and peak over the range."""
+    used, latest = facet["totals"]["used"], facet["latest"]
+    return {
         "now": latest["used"],
-        "peak": max(used, default=0),
-        "average": round(sum(used) / len(used), 1) if used else 0,
+        "quota_now": latest["quota"],
+        "pct_now": selectors.in_use_pct(facet["key"], used=latest["used"], quota=latest["quota"]),
         "borrowed_now": latest["borrowed"],
         "lent_now": latest["lent"],
         "pending_now": latest["pending"],
-        "quota_now": latest["quota"],
-        "at": latest["at"],
+        "peak": max(used, default=0),
+        "average": round(sum(used) / len(used), 1) if used else 0,
     }
-    for fig in figures.values():
-        fig.update_xaxes(range=[window.start.isoformat(), window.end.isoformat()])
-    return {"figures": {name: charts.as_json(fig) for name, fig in figures.items()}, "tiles": tiles}
 
 
 def cached(*, kind: str, window: Window, teams, types, resource: str, instance_type=None, team=None) -> dict:

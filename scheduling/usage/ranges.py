@@ -28,7 +28,10 @@ class Window:
 
     @property
     def last_day(self) -> date:
-        """The last calendar day the window touches (inclusive)."""
+        """The last calendar day the window touches (inclusive). A preset runs up to now, whose end a page rounds
+        down to the last rollup: in the first minutes after midnight that is midnight itself, and today counts."""
+        if self.preset in PRESETS:
+            return timezone.localtime(self.end).date()
         return timezone.localtime(self.end - timedelta(microseconds=1)).date()
 
     def day_bounds(self) -> tuple[datetime, datetime]:

@@ -12,9 +12,11 @@ from django.db.models import Avg, Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate, TruncDay, TruncHour
 from django.utils import timezone
 
-from quotas.models import InstanceType, Team
+from quotas.history import ACCELERATOR_LABELS
+from quotas.models import AcceleratorResource, InstanceType, Team
+from quotas.selectors import use_percentages
 from scheduling.models import Job, JobEvent, JobState
-from scheduling.usage.models import Granularity, UsageRollup, UsageSample
+from scheduling.usage.models import RESOURCES, Granularity, UsageRollup, UsageSample
 from scheduling.usage.ranges import Window
 
 OTHER = "other teams"
@@ -43,6 +45,29 @@ def _source(window: Window, teams, types):
         qs = UsageRollup.objects.filter(granularity=window.step, bucket__gte=start, bucket__lt=window.end)
         column = "bucket"
     return _scoped(qs, teams, types), column
+
+
+ACCELERATORS = tuple(r for r in AcceleratorResource.values if r)  # "gpu", "neuron": never added together
+
+
+def resource_facets(types, resource: str) -> list[tuple[str, str, object]]:
+    """What one chart may add together: (key, label, instance types) per facet. vCPUs and memory are one facet
+    each; accelerators are one facet per accelerator resource the instance types in scope have (GPUs apart from
+    Neuron devices), each narrowed to its types. `types` None means every instance type."""
+    if resource != "acc":
+        return [(resource, RESOURCES[resource], types)]
+    scope = InstanceType.objects.all() if types is None else types
+    present = set(scope.exclude(accelerator_resource="").values_list("accelerator_resource", flat=True))
+    return [(r, ACCELERATOR_LABELS[r], scope.filter(accelerator_resource=r)) for r in ACCELERATORS if r in present]
+
+
+def in_use_pct(key: str, *, used: float, quota: float) -> int | None:
+    """In use as % of quota for one facet, by the team list's rule (None without quota: what is used there is
+    all borrowed); None for memory, which no quota page shows as a percentage either."""
+    if key == "mem":
+        return None
+    entries = use_percentages({key: quota}, {key: used})
+    return entries[0]["pct"] if entries else None
 
 
 def team_series(*, window: Window, teams, types, resource: str = "acc") -> dict:
@@ -149,7 +174,7 @@ def utilization_by_type(*, window: Window, teams, types, resource: str = "acc") 
         for name, values in sorted(per_type.items())
         if capacity.get(name)
     }
-    return {"x": x, "series": series}
+    return {"x": x, "series": series, "installed": any(capacity.values())}
 
 
 def _job_trunc(window: Window, field: str):
@@ -215,7 +240,10 @@ SUMMARY_FIELDS = [
     "jobs_started",
     "avg_wait_minutes",
     "preemptions",
+    "accelerator",  # gpu, neuron or empty: hours of different accelerator resources are never added together
 ]
+
+HOURS_UNIT = {"gpu": "GPU-hours", "neuron": "Neuron device-hours", "": "hours (no accelerators)"}
 
 
 def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[dict]:
@@ -281,7 +309,11 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
         row_for(tuple(e[k] for k in keys[:-1]) + (e["itype"],))["preemptions"] = e["n"]
 
     team_names = dict(Team.objects.filter(pk__in={k[-2] for k in rows}).values_list("pk", "name"))
-    type_names = dict(InstanceType.objects.filter(pk__in={k[-1] for k in rows}).values_list("pk", "name"))
+    types_read = list(
+        InstanceType.objects.filter(pk__in={k[-1] for k in rows}).values_list("pk", "name", "accelerator_resource")
+    )
+    type_names = {pk: name for pk, name, _ in types_read}
+    type_resources = {pk: resource for pk, _, resource in types_read}
     out = []
     for key, r in rows.items():
         within = max(r["acc"] - r["acc_borrowed"], 0.0)
@@ -301,6 +333,7 @@ def usage_summary(*, window: Window, teams, types, by_day: bool = True) -> list[
                 "jobs_started": r["jobs"],
                 "avg_wait_minutes": round(r["wait"].total_seconds() / 60, 1) if r["wait"] is not None else None,
                 "preemptions": r["preemptions"],
+                "accelerator": type_resources.get(key[-1], ""),
             }
         )
     out.sort(key=lambda r: (str(r["day"] or ""), r["team"], r["instance_type"]))
@@ -320,13 +353,17 @@ def usage_summary_in_parts(*, window: Window, teams, types, days: int = 7):
 
 
 def team_totals(summary_rows: list[dict]) -> list[dict]:
-    """Roll summary rows up per team, for the one-line story a manager reads first."""
-    teams: dict[str, dict] = {}
+    """Roll summary rows up per team and accelerator resource (GPU-hours apart from Neuron device-hours), for
+    the one-line story a manager reads first. Instance types without accelerators add a row only where jobs ran
+    or were preempted on them."""
+    teams: dict[tuple, dict] = {}
     for r in summary_rows:
         t = teams.setdefault(
-            r["team"],
+            (r["team"], r["accelerator"]),
             {
                 "team": r["team"],
+                "resource": r["accelerator"],
+                "unit": HOURS_UNIT[r["accelerator"]],
                 "used": 0.0,
                 "within": 0.0,
                 "borrowed": 0.0,
@@ -349,7 +386,8 @@ def team_totals(summary_rows: list[dict]) -> list[dict]:
         # "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed.
         t["shown"] = {"used": round(t["used"], 1), "borrowed": round(t["borrowed"], 1)}
         t["shown"]["within"] = round(t["shown"]["used"] - t["shown"]["borrowed"], 1)
-    return sorted(teams.values(), key=lambda t: (-t["used"], t["team"]))
+    kept = [t for t in teams.values() if t["resource"] or t["jobs"] or t["preemptions"]]
+    return sorted(kept, key=lambda t: (-t["used"], t["team"], t["resource"]))
 
 
 JOB_FIELDS = [
@@ -388,20 +426,28 @@ def job_report_queryset(*, window: Window, teams, types):
     ).order_by("-submitted_at", "-id")
 
 
-def _run_seconds(job: Job, events: list, now) -> float:
-    """Time spent running, summed over every run (a preempted job may run several times)."""
-    total, since = 0.0, None
+def run_intervals(events, *, started_at, finished_at, now) -> list[tuple]:
+    """When a job ran, as (from, to) pairs: one per run (a preempted job may run several times), read off its
+    events (objects or (to_state, at) pairs, in order); a run still going ends at the job's end, else now."""
+    runs, since = [], None
     for event in events:
-        if event.to_state == JobState.RUNNING and since is None:
-            since = event.at
-        elif event.to_state != JobState.RUNNING and since is not None:
-            total += (event.at - since).total_seconds()
+        state, at = (event.to_state, event.at) if hasattr(event, "to_state") else event
+        if state == JobState.RUNNING and since is None:
+            since = at
+        elif state != JobState.RUNNING and since is not None:
+            runs.append((since, at))
             since = None
     if since is not None:
-        total += ((job.finished_at or now) - since).total_seconds()
-    if not events and job.started_at:
-        total = ((job.finished_at or now) - job.started_at).total_seconds()
-    return max(total, 0.0)
+        runs.append((since, finished_at or now))
+    if not events and started_at:
+        runs.append((started_at, finished_at or now))
+    return runs
+
+
+def _run_seconds(job: Job, events: list, now) -> float:
+    """Time spent running, summed over every run."""
+    runs = run_intervals(events, started_at=job.started_at, finished_at=job.finished_at, now=now)
+    return max(sum((b - a).total_seconds() for a, b in runs), 0.0)
 
 
 def job_report_rows(jobs, *, now=None, chunk: int = 500):

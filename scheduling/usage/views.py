@@ -6,6 +6,7 @@ to set and managers to read.
 """
 
 import csv
+import hashlib
 import itertools
 from datetime import datetime
 
@@ -23,11 +24,11 @@ from quotas.models import Team
 from scheduling.selectors import newest_first_in_chunks
 from scheduling.tables import configure
 from scheduling.usage import alerts as alert_services
-from scheduling.usage import charts, digest, figures, selectors
+from scheduling.usage import charts, digest, figures, selectors, top_jobs
 from scheduling.usage.forms import AlertRuleForm, UsageFilterForm
 from scheduling.usage.models import RESOURCES, AlertEvent, AlertRule, AlertRuleChange, DigestFrequency
 from scheduling.usage.ranges import DEFAULT_PRESET, PRESET_LABELS
-from scheduling.usage.tables import JobReportTable
+from scheduling.usage.tables import JobReportTable, SummaryTable, TeamTotalsTable, TopJobsTable
 
 ROLLUP_SECONDS = 300  # how often the beat rolls samples up (portal/celery.py)
 
@@ -47,7 +48,7 @@ def _filters(request, **initial):
     return form, form.cleaned_data
 
 
-def _page(request, form, *, view: str, template: str, partial: str, build=None, extra=None, cached=True):
+def _page(request, form, *, view: str, template: str, partial: str, build=None, extra=None, cached=True, timeout=None):
     """Render the page body once per window and audience and reuse it: the data behind it changes only as
     often as samples (raw) or rollups arrive. htmx gets the body alone (filters swap it in place)."""
     selected = form.cleaned_data.get("range") if form.is_valid() else form.data.get("range")
@@ -56,6 +57,7 @@ def _page(request, form, *, view: str, template: str, partial: str, build=None, 
         "presets": PRESET_LABELS,
         "resources": RESOURCES,
         "selected_range": selected or DEFAULT_PRESET,
+        "kept": [(k, v) for k, v in request.GET.items() if k.endswith(("sort", "per_page"))],
         **(extra or {}),
     }
 
@@ -66,7 +68,7 @@ def _page(request, form, *, view: str, template: str, partial: str, build=None, 
         return render_to_string(partial, context, request=request)
 
     if form.is_valid() and cached:
-        html = cache.get_or_set(form.cache_key(view), body, _timeout(form.cleaned_data))
+        html = cache.get_or_set(form.cache_key(view), body, timeout or _timeout(form.cleaned_data))
     else:
         html = body()
     if request.htmx and not request.htmx.boosted:
@@ -124,29 +126,44 @@ def team_usage(request, name):
     )
 
 
-def _report_context(form, cleaned) -> dict:
+def _report_data(form, cleaned) -> dict:
     rows = selectors.usage_summary(
         window=cleaned["window"], teams=form.teams(), types=form.instance_types(), by_day=False
     )
     totals = selectors.team_totals(rows)
+    figure = charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None
+    return {"rows": rows, "totals": totals, "figure": figure}
+
+
+def _report_context(request, form, cleaned) -> dict:
+    # The rows change only as often as rollups arrive: kept per filters, sorted and paged per request.
+    data = cache.get_or_set(form.cache_key("reports-data"), lambda: _report_data(form, cleaned), _timeout(cleaned))
     return {
-        "rows": rows,
-        "totals": totals,
-        "figure": charts.as_json(charts.team_hours_figure(totals[:25])) if totals else None,
+        **data,
+        "team_table": configure(request, TeamTotalsTable(list(data["totals"]), prefix="teams-")),
+        "summary_table": configure(request, SummaryTable(list(data["rows"]), prefix="summary-")),
         "window": cleaned["window"],
         "query": form.query_string(),
     }
 
 
+def _tables_state(request) -> str:
+    """The order, page and page size of a page's tables, for the key its body is kept under."""
+    state = sorted((k, v) for k, v in request.GET.items() if k.endswith(("sort", "page")))
+    return hashlib.sha1(repr(state).encode()).hexdigest()[:16]
+
+
 def reports(request):
     form, cleaned = _filters(request, range="30d")
+    # The body is kept per filters and per order and page of its tables: the default view costs a cache read.
+    tables_state = _tables_state(request)
     return _page(
         request,
         form,
-        view="reports",
+        view=f"reports-{tables_state}",
         template="usage/reports.html",
         partial="usage/_reports_body.html",
-        build=lambda: _report_context(form, cleaned),
+        build=lambda: _report_context(request, form, cleaned),
     )
 
 
@@ -243,6 +260,50 @@ def jobs_csv(request):
 
     response = StreamingHttpResponse(lines(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{_csv_name("jobs", cleaned)}"'
+    return response
+
+
+def _top_jobs(form, cleaned) -> list[dict]:
+    """The ranking, kept for a sample period: sorting and paging through it, or exporting it, reads it once."""
+    return cache.get_or_set(
+        form.cache_key("top-jobs"),
+        lambda: top_jobs.top_jobs(window=cleaned["window"], teams=form.teams(), types=form.instance_types()),
+        settings.USAGE_SAMPLE_SECONDS,
+    )
+
+
+def top_jobs_report(request):
+    form, cleaned = _filters(request, range="7d")
+
+    def build():
+        table = configure(request, TopJobsTable(list(_top_jobs(form, cleaned))))
+        start, end = top_jobs.bounds(cleaned["window"], timezone.now())
+        return {"table": table, "start": start, "end": end, "top": top_jobs.TOP, "query": form.query_string()}
+
+    return _page(
+        request,
+        form,
+        view=f"top-jobs-{_tables_state(request)}",
+        template="usage/top_jobs.html",
+        partial="usage/_top_jobs_body.html",
+        build=build,
+        timeout=settings.USAGE_SAMPLE_SECONDS,  # as long as the ranking is kept
+    )
+
+
+def top_jobs_csv(request):
+    form, cleaned = _filters(request, range="7d")
+    if cleaned is None:
+        return _bad_filters(form)
+    writer = csv.writer(_Echo())
+
+    def lines():
+        yield writer.writerow(top_jobs.FIELDS)
+        for row in _top_jobs(form, cleaned):
+            yield writer.writerow([_cell(row[f]) for f in top_jobs.FIELDS])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{_csv_name("top-jobs", cleaned)}"'
     return response
 
 

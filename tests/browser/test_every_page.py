@@ -41,6 +41,7 @@ def urls_for(role: str) -> list[str]:
         reverse("jobs:job-detail", args=[job.pk]),
         reverse("usage:team", args=[team.name]),
         reverse("usage:jobs-report"),
+        "/reports/top-jobs/?range=30d&sort=-wait_minutes",
         "/usage/?range=24h",
         "/reports/?range=90d",
         "/jobs/?mine=false&page=2&sort=-name",

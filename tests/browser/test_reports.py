@@ -43,7 +43,7 @@ def history(team_a, team_b, p5):
     now = timezone.now().replace(second=0, microsecond=0)
     start = now - timedelta(days=40)
     rows = []
-    for step in range(40 * 144):
+    for step in range(40 * 144 + 1):  # up to now: today has a sample even in its first ten minutes
         at = start + timedelta(minutes=10 * step)
         wave = 0.5 + 0.5 * abs(((at.hour + 6) % 24) - 12) / 12  # busier by day
         for i, team in enumerate(teams):
@@ -79,7 +79,7 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
     page.goto(f"{live_server.url}/reports/")
     assert page.locator("h1").inner_text() == "Usage reports"
     stories = page.get_by_test_id("stories")
-    assert "accelerator-hours" in stories.inner_text() and "borrowed" in stories.inner_text()
+    assert "GPU-hours" in stories.inner_text() and "borrowed" in stories.inner_text()
     thirty_days = page.get_by_test_id("team-totals").inner_text()
     screenshot(page, "reports-30d")
 
@@ -99,24 +99,24 @@ def test_manager_reads_reports_switches_range_and_downloads_csv(users, history, 
 
     # The dashboard: 7 days of hourly points, then 24 h of raw samples after a click.
     page.goto(f"{live_server.url}/usage/")
-    page.wait_for_function("() => document.getElementById('chart-usage').dataset.drawn")
-    week = chart_points(page, "chart-usage")
+    page.wait_for_function("() => document.getElementById('chart-usage-gpu').dataset.drawn")
+    week = chart_points(page, "chart-usage-gpu")
     screenshot(page, "usage-7d")
     page.get_by_test_id("range-24h").click()
     page.wait_for_url("**range=24h**")
     page.wait_for_function(
         # a function, not an expression: Playwright would eval() an expression, which the CSP forbids
-        f"() => {{ const el = document.getElementById('chart-usage'); "
+        f"() => {{ const el = document.getElementById('chart-usage-gpu'); "
         f"return el.data && el.data[0].x.length !== {week[0]}; }}"
     )
-    day = chart_points(page, "chart-usage")
+    day = chart_points(page, "chart-usage-gpu")
     assert 140 <= day[0] <= 146 and 160 <= week[0] <= 170  # every 10-minute sample vs hourly averages
-    assert page.locator("#chart-usage .modebar-btn[data-title='Download plot as a PNG']").count() == 1
+    assert page.locator("#chart-usage-gpu .modebar-btn[data-title='Download plot as a PNG']").count() == 1
     screenshot(page, "usage-24h")
 
     page.goto(f"{live_server.url}/usage/teams/team-a/?range=30d")
-    page.wait_for_function("() => document.getElementById('chart-usage').dataset.drawn")
-    names = page.evaluate("document.getElementById('chart-usage').data.map(t => t.name)")
+    page.wait_for_function("() => document.getElementById('chart-usage-gpu').dataset.drawn")
+    names = page.evaluate("document.getElementById('chart-usage-gpu').data.map(t => t.name)")
     assert names == ["within quota", "borrowed", "quota", "lent to others", "fair share"]
     screenshot(page, "usage-team-a-30d")
 

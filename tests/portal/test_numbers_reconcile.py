@@ -6,12 +6,14 @@ and then each page (home per role, teams, a team, usage, reports, the per-job re
 back through its data-n figures.
 """
 
+import json
 from collections import defaultdict
 from datetime import timedelta
 
 import pytest
-from django.db.models import Sum
+from django.db.models import F, Sum
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from quotas.models import ComputeAllocation, InstanceType, NodeGroup, Role, Team
 from scheduling.loop import admission_run
@@ -137,20 +139,93 @@ def test_team_page_standing_matches_jobs_and_allocations(world, scientist, team_
     assert number(shown["pending"]) == waiting == 1
 
 
-@pytest.mark.parametrize("team", [None, "team-b"])
-def test_usage_tiles_are_the_latest_sample(world, manager_user, client_for, team):
-    url = f"/usage/teams/{team}/" if team else "/usage/"
-    shown = page(client_for, manager_user, url)
+def embedded_figure(html: str, element_id: str) -> dict:
+    return json.loads(html.split(f'<script id="{element_id}" type="application/json">')[1].split("</script>")[0])
+
+
+def latest_by_resource(team: str | None) -> dict[str, dict[str, float]]:
+    """The latest sample summed per accelerator resource (GPUs apart from Neuron devices), from the samples."""
     samples = UsageSample.objects.filter(at=UsageSample.objects.latest("at").at)
     if team:
         samples = samples.filter(team__name=team)
-    sums = samples.aggregate(used=Sum("used_acc"), quota=Sum("quota_acc"), borrowed=Sum("borrowed_acc"))
-    assert number(shown["tile:now"]) == sums["used"]
-    assert number(shown["tile:quota"]) == sums["quota"]
-    assert number(shown["tile:borrowed"]) == (sums["borrowed"] or 0)
-    running = running_by_team()
-    expected = running[team]["gpu"] if team else sum(sum(r.values()) for r in running.values())
-    assert sums["used"] == expected
+    rows = samples.values(resource=F("instance_type__accelerator_resource")).annotate(
+        **{m: Sum(f"{m}_acc") for m in ("used", "quota", "borrowed", "lent", "pending")}
+    )
+    return {row.pop("resource"): row for row in rows}
+
+
+@pytest.mark.parametrize("team", [None, "team-a", "team-b", "team-c"])
+def test_usage_tiles_are_the_latest_sample_per_resource(world, manager_user, client_for, team):
+    url = f"/usage/teams/{team}/" if team else "/usage/"
+    shown = page(client_for, manager_user, url)
+    latest, running = latest_by_resource(team), running_by_team()
+    for resource, sums in latest.items():
+        if not any(sums.values()):
+            continue  # a resource the team neither holds nor uses has no tiles
+        for measure in ("used", "quota", "borrowed", "lent", "pending"):
+            tile = "now" if measure == "used" else measure
+            assert number(shown[f"tile:{resource}:{tile}"]) == pytest.approx(sums[measure], abs=0.05), measure
+        pct = shown[f"tile:{resource}:pct"]
+        if sums["quota"]:
+            assert number(pct) == round(100 * sums["used"] / sums["quota"])
+        else:
+            assert pct == "—"  # no quota: what is used is all borrowed, not "100 %"
+        teams = [team] if team else list(running)
+        assert sums["used"] == sum(running[t].get(resource, 0) for t in teams)  # the sample is what runs
+    # GPUs and Neuron devices apart: team-a runs 4 + 1 GPUs (one finished) and 8 Neuron devices, never "12"
+    if team in (None, "team-a"):
+        assert number(shown["tile:neuron:now"]) == 8 and number(shown["tile:neuron:quota"]) == 16
+    if team == "team-a":
+        assert number(shown["tile:gpu:now"]) == 4 and number(shown["tile:gpu:pct"]) == 50
+    if team == "team-b":
+        assert "tile:neuron:now" not in shown  # team-b has no Neuron quota and uses none
+
+
+@pytest.mark.parametrize("team", [None, "team-a"])
+def test_usage_charts_are_the_rollups_per_resource(world, manager_user, client_for, team):
+    """Each accelerator resource's chart, recomputed from the hourly rollups over the chart's own range."""
+    # the 7-day chart ends at the last rollup mark: an hour's rollup is charted once that hour has a mark
+    UsageRollup.objects.filter(granularity=Granularity.HOUR).update(bucket=F("bucket") - timedelta(hours=1))
+    url = f"/usage/teams/{team}/" if team else "/usage/"
+    html = client_for(manager_user).get(url).content.decode()
+    for resource in ("gpu", "neuron"):
+        fig = embedded_figure(html, f"fig-usage-{resource}")
+        start, end = fig["layout"]["xaxis"]["range"]
+        rows = UsageRollup.objects.filter(
+            granularity=Granularity.HOUR,
+            bucket__gte=parse_datetime(start).replace(minute=0),
+            bucket__lt=parse_datetime(end),
+            instance_type__accelerator_resource=resource,
+        )
+        if team:
+            rows = rows.filter(team__name=team)
+        per_bucket = {
+            r["bucket"]: r
+            for r in rows.values("bucket").annotate(
+                **{m: Sum(f"{m}_acc") for m in ("used", "borrowed", "lent", "quota")}
+            )
+        }
+        traces = {t["name"]: t for t in fig["data"]}
+        x = [parse_datetime(v) for v in next(iter(traces.values()))["x"]]
+        assert x == sorted(per_bucket) and x, resource
+        expect = {m: [round(per_bucket[t][m], 3) for t in x] for m in ("used", "borrowed", "lent", "quota")}
+        if team:
+            stacked = [w + b for w, b in zip(traces["within quota"]["y"], traces["borrowed"]["y"], strict=True)]
+            assert stacked == pytest.approx(expect["used"])
+            assert traces["borrowed"]["y"] == expect["borrowed"]
+            assert traces["lent to others"]["y"] == expect["lent"]
+            assert traces["quota"]["y"] == expect["quota"]
+        else:
+            teams = [t for name, t in traces.items() if name not in ("installed capacity", "borrowed (all teams)")]
+            stacked = [sum(values) for values in zip(*(t["y"] for t in teams), strict=True)]
+            assert stacked == pytest.approx(expect["used"])
+            assert traces["borrowed (all teams)"]["y"] == expect["borrowed"]
+            capacity = sum(
+                g.node_count * g.instance_type.accelerators
+                for g in NodeGroup.objects.filter(instance_type__accelerator_resource=resource)
+            )
+            assert traces["installed capacity"]["y"][0] == capacity
+    assert fig["layout"]["yaxis"]["title"]["text"] == "Neuron devices"
 
 
 def test_reports_add_up_to_the_daily_rollups_and_the_jobs(world, manager_user, client_for):
@@ -158,13 +233,23 @@ def test_reports_add_up_to_the_daily_rollups_and_the_jobs(world, manager_user, c
     start = timezone.localtime(world["now"] - timedelta(days=7)).replace(hour=0, minute=0, second=0, microsecond=0)
     days = UsageRollup.objects.filter(granularity=Granularity.DAY, bucket__gte=start)
     for team in ("team-a", "team-b", "team-c"):
-        hours = days.filter(team__name=team).aggregate(used=Sum("acc_hours"), borrowed=Sum("borrowed_acc_hours"))
-        assert number(shown[f"{team}:used"]) == pytest.approx(hours["used"], abs=0.05)
-        assert number(shown[f"{team}:borrowed"]) == pytest.approx(hours["borrowed"], abs=0.05)
-        started = Job.objects.filter(team__name=team, admitted_at__gte=start).count()
-        assert number(shown[f"{team}:jobs"]) == started
-        story = {k: number(shown[f"{team}:story:{k}"]) for k in ("used", "within", "borrowed")}
-        assert story["within"] + story["borrowed"] == pytest.approx(story["used"], abs=1e-9)
+        jobs = 0
+        for resource in ("gpu", "neuron"):  # GPU-hours and Neuron device-hours apart, never added together
+            hours = days.filter(team__name=team, instance_type__accelerator_resource=resource).aggregate(
+                used=Sum("acc_hours"), borrowed=Sum("borrowed_acc_hours"), quota=Sum("quota_acc_hours")
+            )
+            if hours["used"] is None:
+                assert f"{team}:{resource}:used" not in shown
+                continue
+            assert number(shown[f"{team}:{resource}:used"]) == pytest.approx(hours["used"], abs=0.05)
+            assert number(shown[f"{team}:{resource}:borrowed"]) == pytest.approx(hours["borrowed"], abs=0.05)
+            assert number(shown[f"{team}:{resource}:quota"]) == pytest.approx(hours["quota"], abs=0.05)
+            jobs += number(shown[f"{team}:{resource}:jobs"])
+            if hours["used"] >= 0.05:
+                story = {k: number(shown[f"{team}:{resource}:story:{k}"]) for k in ("used", "within", "borrowed")}
+                assert story["within"] + story["borrowed"] == pytest.approx(story["used"], abs=1e-9)
+        assert jobs == Job.objects.filter(team__name=team, admitted_at__gte=start).count()
+    assert "team-a:neuron:used" in shown and "team-b:neuron:used" not in shown
 
 
 @pytest.mark.parametrize("url", ["/reports/jobs/", "/reports/jobs/?range=30d"])

@@ -180,3 +180,36 @@ def test_alert_history_page_shows_firings_and_deliveries(team_a, admin_user, cli
     )
     page = client_for(admin_user).get("/alerts/").content.decode()
     assert "team-a used 3% of its quota" in page and "fired email: sent" in page and "Nothing is firing" not in page
+
+
+def test_usage_above_quota_reads_gpus_and_neuron_devices_apart(team_a, p5, add_sample):
+    from quotas.models import InstanceType
+
+    trn1 = InstanceType.objects.create(
+        name="ml.trn1.32xlarge", accelerator_resource="neuron", accelerators=16, vcpus=128, memory_gib=512
+    )
+    rule = AlertRule.objects.create(
+        team=team_a, kind=AlertKind.USAGE_ABOVE_QUOTA, threshold_pct=120, minutes=5, emails="ops@example.com"
+    )
+    # 12 of 8 GPUs (150 %) and none of 16 Neuron devices: added together that would read 12 of 24, 50 %
+    usage(team_a, p5, add_sample, T0, 6, used=12)
+    usage(team_a, trn1, add_sample, T0, 6, used=0, quota=16)
+    fired, value, message = alerts.usage_above_quota(rule, T0 + timedelta(minutes=5))
+    assert fired and value == 150 and "of its GPU quota" in message
+    rule.threshold_pct = 160
+    assert alerts.usage_above_quota(rule, T0 + timedelta(minutes=5))[0] is False
+
+
+def test_quota_idle_reads_gpus_and_neuron_devices_apart(team_a, p5):
+    from quotas.models import InstanceType
+
+    trn1 = InstanceType.objects.create(
+        name="ml.trn1.32xlarge", accelerator_resource="neuron", accelerators=16, vcpus=128, memory_gib=512
+    )
+    rule = AlertRule.objects.create(team=team_a, kind=AlertKind.QUOTA_IDLE, threshold_pct=20, emails="a@example.com")
+    for h in range(24 * 7):  # every GPU of the quota used, the Neuron quota idle: 8 of 24 added together, 33 %
+        for it, used, quota in ((p5, 8, 8), (trn1, 0, 16)):
+            UsageRollup.objects.create(granularity=Granularity.HOUR, bucket=T0 + hours(h), team=team_a,
+                                       instance_type=it, acc_hours=used, quota_acc_hours=quota)  # fmt: skip
+    firing, value, message = alerts.quota_idle(rule, T0 + timedelta(days=7))
+    assert firing and value == 0 and "of its Neuron quota" in message

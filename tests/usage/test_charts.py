@@ -7,7 +7,7 @@ import pytest
 
 from scheduling.models import JobState
 from scheduling.usage import charts, selectors
-from scheduling.usage.models import Granularity, UsageRollup
+from scheduling.usage.models import Granularity, UsageRollup, UsageSample
 from scheduling.usage.ranges import Window
 from tests.usage.conftest import T0, hours
 
@@ -111,8 +111,42 @@ def test_pending_and_preemption_charts(minutes, team_a, scientist, p5, add_job):
     window = raw_window()
     waits = selectors.wait_times(window=window, teams=teams, types=types)
     assert waits["avg_minutes"] == [20] and waits["jobs"] == [1]
-    fig = as_data(charts.pending_figure(selectors.team_series(window=window, teams=teams, types=types), waits))
+    series = selectors.team_series(window=window, teams=teams, types=types)
+    fig = as_data(charts.pending_figure([("GPUs", series)], waits))
     assert fig["data"][0]["y"] == [0, 1, 2] and fig["data"][1]["y"] == [20] and fig["data"][1]["yaxis"] == "y2"
     pre = selectors.preemptions_by_team(window=window, teams=teams, types=types)
     assert pre["series"] == {"team-a": [1]}
     assert as_data(charts.preemptions_figure(pre))["layout"]["barmode"] == "stack"
+
+
+def test_a_flat_chart_says_why(team_a):
+    from quotas.models import Team
+
+    window = raw_window()
+    quiet = selectors.team_series(window=window, teams=Team.objects.filter(pk=team_a.pk), types=None)
+    waits = {"x": [T0], "avg_minutes": [0], "jobs": [3]}
+    assert as_data(charts.team_usage_figure(quiet))["layout"].get("annotations") is None  # no samples: no note
+    quiet = {**quiet, "x": [T0], **{m: [0] for m in selectors.MEASURES}}
+    notes = as_data(charts.team_usage_figure(quiet, unit_label="Neuron devices"))["layout"]["annotations"]
+    assert notes[0]["text"] == "None in use in this range"
+    notes = as_data(charts.pending_figure([("GPUs", quiet)], waits))["layout"]["annotations"]
+    assert notes[0]["text"] == "Nothing waited in this range: 3 jobs started as submitted"
+
+
+def test_the_series_api_sums_one_accelerator_resource(minutes, team_a, manager_user, api_for):
+    from quotas.models import InstanceType
+
+    trn1 = InstanceType.objects.create(
+        name="ml.trn1.32xlarge", accelerator_resource="neuron", accelerators=16, vcpus=128, memory_gib=512
+    )
+    for m in range(3):
+        UsageSample.objects.create(team=team_a, instance_type=trn1, at=T0 + timedelta(minutes=m), used_acc=16)
+    api = api_for(manager_user)
+    window = {"range": "custom", "start": "2026-03-02", "end": "2026-03-02"}
+    gpus = api.get("/api/usage/series/", window).json()
+    assert gpus["accelerator"] == "gpu" and gpus["used"] == [12, 12, 12]  # team-a's 10 and team-b's 2, no Neuron
+    neuron = api.get("/api/usage/series/", {**window, "accelerator": "neuron"}).json()
+    assert neuron["used"] == [16, 16, 16]
+    assert api.get("/api/usage/series/", {**window, "accelerator": "tpu"}).status_code == 400
+    cpu = api.get("/api/usage/series/", {**window, "resource": "cpu"}).json()
+    assert cpu["accelerator"] == ""

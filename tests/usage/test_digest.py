@@ -19,8 +19,9 @@ def usage(team_a, team_b, p5, add_sample, add_day):
     for m in range(0, 180, 10):
         add_sample(team_a, p5, now - timedelta(minutes=m), used_acc=10, borrowed_acc=2, quota_acc=8)
         add_sample(team_b, p5, now - timedelta(minutes=m), used_acc=2, quota_acc=4, lent_acc=2)
-    add_day(team_a, p5, now.replace(hour=0, minute=0), acc_hours=30, borrowed=6, quota_hours=24 * 8)
-    add_day(team_b, p5, now.replace(hour=0, minute=0), acc_hours=6, quota_hours=24 * 4)
+    today = (now - timedelta(minutes=1)).replace(hour=0, minute=0)  # at midnight: the day that just ended
+    add_day(team_a, p5, today, acc_hours=30, borrowed=6, quota_hours=24 * 8)
+    add_day(team_b, p5, today, acc_hours=6, quota_hours=24 * 4)
     return now
 
 
@@ -38,7 +39,7 @@ def test_a_digest_carries_the_chart_as_png_and_the_summary_csv(usage, scientist)
     assert digest.digests_send_due(now=usage) == 1
     message = mail.outbox[0]
     assert message.to == ["sam@example.com"] and "team-a" in message.subject
-    assert "team-a: 30 accelerator-hours, 24 from its quota, 6 borrowed" in message.body
+    assert "team-a: 30 GPU-hours, 24 from its quota, 6 borrowed" in message.body
     assert "team-b" not in message.body  # a scientist's digest covers their teams only
     attachments = {name: (content, kind) for name, content, kind in message.attachments}
     png, kind = attachments["usage.png"]

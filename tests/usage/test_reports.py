@@ -124,6 +124,7 @@ def test_summary_csv_matches_the_api(history, manager_user, client_for, api_for)
     assert rows[0]["team"] == "team-a" and float(rows[0]["borrowed_accelerator_hours"]) == 30
     api = api_for(manager_user).get("/api/usage/summary/", MARCH).json()
     assert api["count"] == 2 and api["results"][0]["accelerator_hours"] == float(rows[0]["accelerator_hours"])
+    assert api["results"][0]["accelerator"] == rows[0]["accelerator"] == "gpu"
     api_csv = api_for(manager_user).get("/api/usage/summary/", {**MARCH, "format": "csv"})
     assert list(csv.DictReader(io.StringIO(api_csv.content.decode())))[0]["team"] == "team-a"
 
@@ -171,3 +172,70 @@ def test_custom_ranges_pick_the_step_by_length():
     assert window_for("custom", start=date(2026, 3, 1), end=date(2026, 3, 2)).step == "raw"
     assert window_for("custom", start=date(2026, 3, 1), end=date(2026, 3, 31)).step == "hour"
     assert window_for("custom", start=date(2026, 1, 1), end=date(2026, 3, 31)).step == "day"
+
+
+def test_the_summary_tables_sort_and_page_and_keep_the_filters(history, manager_user, client_for):
+    c = client_for(manager_user)
+    query = "range=custom&start=2026-03-01&end=2026-03-07"
+    response = c.get(f"/reports/?{query}&summary-sort=-accelerator_hours&teams-sort=team")
+    summary, teams = response.context["summary_table"], response.context["team_table"]
+    assert [r.record["team"] for r in summary.page.object_list] == ["team-a", "team-b"]
+    assert [r.record["team"] for r in teams.page.object_list] == ["team-a", "team-b"]
+    response = c.get(f"/reports/?{query}&summary-sort=accelerator_hours&teams-sort=-team&per_page=25")
+    assert [r.record["team"] for r in response.context["summary_table"].page.object_list] == ["team-b", "team-a"]
+    assert [r.record["team"] for r in response.context["team_table"].page.object_list] == ["team-b", "team-a"]
+    html = response.content.decode()
+    assert 'name="summary-sort" value="accelerator_hours"' in html  # a filter change keeps the order
+    assert 'name="per_page" value="25"' in html
+    assert "summary-sort=-accelerator_hours" in html  # the header links the other direction
+    for bad in ("summary-sort=nonsense", "summary-page=abc", "per_page=7", "teams-page=99"):
+        assert c.get(f"/reports/?{query}&{bad}").status_code == 200, bad
+
+
+def test_a_worker_imports_every_view_before_its_first_request():
+    """The CSV exports' first byte: a worker's first request used to import every URLconf and view (0.7-2 s)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, portal.wsgi; print(all(m in sys.modules for m in sys.argv[1:]))"
+    views = ["scheduling.views", "scheduling.usage.views", "scheduling.kube.views", "drf_spectacular.views"]
+    out = subprocess.run(
+        [sys.executable, "-c", code, *views],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "DEBUG": "true", "DJANGO_SETTINGS_MODULE": "portal.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "True"
+
+
+def test_the_per_job_report_sorts_by_wait_and_instance_type(history, manager_user, client_for, p5):
+    from quotas.models import InstanceType
+
+    g5 = InstanceType.objects.create(name="ml.g5.2xlarge", accelerator_resource="gpu", accelerators=1, vcpus=8,
+                                     memory_gib=32)  # fmt: skip
+    from scheduling.models import Job
+
+    Job.objects.filter(name="bjob").update(instance_type=g5)
+    c = client_for(manager_user)
+
+    def names(sort):
+        response = c.get("/reports/jobs/", {**MARCH, "sort": sort})
+        return [row.record.name for row in response.context["table"].page.object_list]
+
+    # waits: train 3.5 h (its last admission), eval 0.5 h, bjob never admitted (last both ways)
+    assert names("wait") == ["eval", "train", "bjob"] and names("-wait") == ["train", "eval", "bjob"]
+    assert names("instance_type")[0] == "bjob" and names("-instance_type")[-1] == "bjob"
+
+
+def test_a_preset_counts_today_in_the_first_minutes_after_midnight():
+    from datetime import UTC, datetime
+
+    from scheduling.usage.ranges import page_window
+
+    window = page_window("7d", now=datetime(2026, 3, 9, 0, 3, tzinfo=UTC))  # ends at the 00:00 rollup mark
+    assert window.end == datetime(2026, 3, 9, 0, 0, tzinfo=UTC) and window.last_day == date(2026, 3, 9)
+    assert window_for("custom", start=date(2026, 3, 2), end=date(2026, 3, 8)).last_day == date(2026, 3, 8)

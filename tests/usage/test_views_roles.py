@@ -22,6 +22,9 @@ PAGES = {
     "/reports/summary.csv": (302, 200, 200, 200, 200),
     "/reports/jobs/": (302, 200, 200, 200, 200),
     "/reports/jobs.csv?team=team-a": (302, 400, 200, 200, 200),
+    "/reports/top-jobs/": (302, 200, 200, 200, 200),
+    "/reports/top-jobs/?team=team-a&range=90d": (302, 200, 200, 200, 200),  # a form error for other teams
+    "/reports/top-jobs.csv?team=team-a": (302, 400, 200, 200, 200),
     "/alerts/": (302, 403, 403, 200, 200),
     "/alerts/rules/{rule}/": (302, 403, 403, 403, 200),
     "/api/usage/summary/": (401, 200, 200, 200, 200),
@@ -121,15 +124,15 @@ def test_scientist_sees_only_their_teams_on_the_dashboard(users, client_for, tea
 def test_dashboard_carries_its_figures_as_json(users, client_for, team_a, p5, add_sample):
     add_sample(team_a, p5, timezone.now() - timedelta(minutes=5), used_acc=3, quota_acc=8)
     response = client_for(users["manager"]).get("/usage/?range=24h")
-    figures = {
-        name: json.loads(response.context["figures"][name])
-        for name in ("usage", "utilization", "pending", "preemptions")
-    }
-    assert figures["usage"]["data"][0]["name"] == "team-a" and figures["usage"]["data"][0]["y"] == [3]
-    assert 'id="fig-usage" type="application/json"' in response.content.decode()
+    figures = {name: json.loads(fig) for name, fig in response.context["figures"].items()}
+    assert list(figures) == ["utilization", "pending", "preemptions"]
+    [gpus] = response.context["facets"]  # the test cluster has GPUs only: one usage chart
+    usage = json.loads(gpus["figure"])
+    assert usage["data"][0]["name"] == "team-a" and usage["data"][0]["y"] == [3]
+    assert figures["pending"]["data"][0]["name"] == "pending GPUs"
     html = response.content.decode()
-    embedded = html.split('<script id="fig-usage" type="application/json">')[1].split("</script>")[0]
-    assert json.loads(embedded) == figures["usage"]
+    embedded = html.split('<script id="fig-usage-gpu" type="application/json">')[1].split("</script>")[0]
+    assert json.loads(embedded) == usage
 
 
 def test_htmx_gets_only_the_body(users, client_for):

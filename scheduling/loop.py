@@ -606,7 +606,7 @@ def _apply_observations(jobs, observations) -> int:
     batched into one UPDATE per kind (started, ended) and one INSERT of events."""
     by_id = {job.pk: job for job in jobs}
     relevant = [o for o in sorted(observations, key=lambda o: o.job_id) if o.job_id in by_id]
-    relevant = [o for o in relevant if o.state != by_id[o.job_id].state]
+    relevant = [o for o in relevant if o.state != by_id[o.job_id].state]  # sorted() keeps each job's order
     if not relevant:
         return 0
     current = dict(
@@ -631,7 +631,7 @@ def _apply_observations(jobs, observations) -> int:
             row.finished_at, row.backend_ref = obs.at, ""
             ended.append(row)
         events.append(JobEvent(job_id=job.pk, at=obs.at, from_state=state_now, to_state=obs.state, reason=reason))
-        job.state = obs.state
+        job.state = current[obs.job_id] = obs.state  # a job may start and end in one look
     update_jobs(started, ["state", "reason", "started_at"])
     update_jobs(ended, ["state", "reason", "finished_at", "backend_ref"])
     JobEvent.objects.bulk_create(events)

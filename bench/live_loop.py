@@ -77,8 +77,8 @@ def parse_args():
     p.add_argument("--clients", type=int, default=4, help="submitting threads, each with its own connection")
     p.add_argument("--latency-samples", type=int, default=60)
     p.add_argument("--timeout", type=float, default=3600)
-    p.add_argument("--profile-scheduler", action="store_true", help="cProfile the scheduler into var/scheduler.prof")
-    p.add_argument("--profile-worker", action="store_true", help="cProfile worker0 (solo pool) into var/worker.prof")
+    p.add_argument("--profile-scheduler", action="store_true", help="CPU profile of the scheduler: var/scheduler.prof")
+    p.add_argument("--profile-worker", action="store_true", help="CPU profile of worker0 (solo pool): var/worker.prof")
     return p.parse_args()
 
 
@@ -181,7 +181,8 @@ def setup_world(scenario: dict, time_scale: float):
 
 def start_processes(env, workers: int, profile_scheduler: bool = False, profile_worker: bool = False):
     venv = ROOT / ".venv" / "bin"
-    profile = ["-m", "cProfile", "-o", str(ROOT / "var" / "scheduler.prof")] if profile_scheduler else []
+    profiler = str(ROOT / "bench" / "cpu_profile.py")  # cProfile counting CPU time, not wall time
+    profile = [profiler, str(ROOT / "var" / "scheduler.prof")] if profile_scheduler else []
     logs = ROOT / "var" / "log"
     logs.mkdir(parents=True, exist_ok=True)
     commands = {
@@ -195,8 +196,8 @@ def start_processes(env, workers: int, profile_scheduler: bool = False, profile_
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
     if profile_worker:  # worker0 in one process (solo pool) under cProfile
-        prof = ["-m", "cProfile", "-o", str(ROOT / "var" / "worker.prof")]
-        commands["worker0"] = [str(venv / "python"), *prof, *commands["worker0"], "--pool", "solo"]
+        prof = [profiler, str(ROOT / "var" / "worker.prof"), "-m", "celery"]
+        commands["worker0"] = [str(venv / "python"), *prof, *commands["worker0"][1:], "--pool", "solo"]
     return {
         name: subprocess.Popen(
             argv,

@@ -136,3 +136,26 @@ def test_random_traffic_keeps_the_warm_state_equal_to_a_fresh_one(
         assert_in_step(scheduler)
     assert Job.objects.filter(state__in=ACTIVE_STATES).exists()
     assert Job.objects.filter(state__in=[JobState.SUCCEEDED, JobState.FAILED]).count() >= 3  # (which fail: job ids)
+
+
+def test_beats_cluster_tick_observes_the_cluster_only_while_no_scheduler_leads(settings, monkeypatch):
+    from django.db import connection
+
+    from scheduling.tasks import cluster_tick
+    from scheduling.warm import Leadership
+
+    if connection.vendor != "postgresql":
+        pytest.skip("leadership by advisory lock needs PostgreSQL")
+    settings.ADMISSION_SCHEDULER = "process"
+    observed, carried = [], []
+    monkeypatch.setattr("scheduling.loop.cluster_sync", lambda **kwargs: observed.append(1) or 0)
+    monkeypatch.setattr("scheduling.loop.carry_out", lambda: carried.append(1))
+    cluster_tick(retry_starts=True)
+    assert (observed, carried) == ([1], [1])  # nobody else observes: beat does
+    leadership = Leadership()
+    assert leadership.try_take()
+    try:
+        cluster_tick(retry_starts=True)  # the leading scheduler's passes observe; beat still retries starts
+        assert (observed, carried) == ([1], [1, 1])
+    finally:
+        leadership.release()

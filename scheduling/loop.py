@@ -10,7 +10,9 @@ and is recorded with its error; the next run redoes the work.
 
 from __future__ import annotations
 
+import heapq
 import logging
+import threading
 import time
 from collections import defaultdict
 from datetime import timedelta
@@ -75,21 +77,73 @@ def wake_scheduler(trigger: str) -> None:
 
 
 def wait_for_wake(timeout: float) -> list[str]:
-    """The scheduler's side: block until woken (or `timeout`), then take every trigger waiting."""
+    """The scheduler's side: block until woken (or `timeout`, or the next cluster wake-up this process serves
+    itself), then take every trigger waiting. A cluster wake-up that fell due adds the trigger "cluster"."""
+    due = _next_alarm()
+    if due is not None:
+        timeout = min(timeout, due - time.time())
     client = _redis_client()
-    if client is None:
+    if timeout < ALARM_SLACK_S:  # due now: take what is waiting without blocking
+        got = None
+    elif client is None:
         time.sleep(min(timeout, POLL_WITHOUT_REDIS_S))
-        return []
-    got = client.blpop([WAKE_LIST], timeout=timeout)
-    if got is None:
-        return []
-    with client.pipeline() as pipe:  # MULTI: the flag goes with the list, so a later request wakes again
-        pipe.delete(WAKE_FLAG).lrange(WAKE_LIST, 0, -1).delete(WAKE_LIST)
-        _, rest, _ = pipe.execute()
-    return [got[1].decode(), *(t.decode() for t in rest)]
+        got = None
+    else:
+        got = client.blpop([WAKE_LIST], timeout=timeout)
+    triggers = []
+    if client is not None and (got is not None or due is not None):
+        with client.pipeline() as pipe:  # MULTI: the flag goes with the list, so a later request wakes again
+            pipe.delete(WAKE_FLAG).lrange(WAKE_LIST, 0, -1).delete(WAKE_LIST)
+            _, rest, _ = pipe.execute()
+        triggers = [got[1].decode()] if got is not None else []
+        triggers += [t.decode() for t in rest]
+    if _take_due_alarms():
+        triggers.append("cluster")
+    return triggers
 
 
 POLL_WITHOUT_REDIS_S = 0.5
+ALARM_SLACK_S = 0.005  # a wake-up due this soon is served at once (BLPOP's timeout has millisecond grain)
+
+# Cluster wake-ups served in this process: the scheduler process starts jobs itself (its carrier thread), so
+# the simulated cluster's wake-up at a job's end becomes a deadline of the scheduler's own wait instead of a
+# Celery task that a worker runs only to wake the scheduler through Redis (one hop, one task per end, and a
+# wait behind whatever else that worker runs). None: this process does not serve them (web, workers).
+_alarms: list[float] | None = None
+_alarms_lock = threading.Lock()
+
+
+def serve_cluster_wakeups_here() -> None:
+    """Called by the scheduler process before it starts anything on the cluster."""
+    global _alarms
+    with _alarms_lock:
+        _alarms = [] if _alarms is None else _alarms
+
+
+def wake_cluster_at(due: float) -> bool:
+    """Have this process's scheduler observe the cluster at `due` (epoch seconds); False when this process does
+    not serve cluster wake-ups (the caller then queues a Celery task). Lost if the process dies: its successor
+    re-reads everything, and every pass observes the cluster at least once a second anyway."""
+    with _alarms_lock:
+        if _alarms is None:
+            return False
+        heapq.heappush(_alarms, due)
+        return True
+
+
+def _next_alarm() -> float | None:
+    with _alarms_lock:
+        return _alarms[0] if _alarms else None
+
+
+def _take_due_alarms() -> bool:
+    now = time.time() + ALARM_SLACK_S
+    taken = False
+    with _alarms_lock:
+        while _alarms and _alarms[0] <= now:
+            heapq.heappop(_alarms)
+            taken = True
+    return taken
 
 
 def _enqueue(trigger: str, countdown: float | None = None) -> None:
@@ -554,8 +608,8 @@ def start_on_cluster(jobs: list[Job], *, backend) -> None:
     if gone:  # drop the claim, or a later admission would wait for it to expire before starting
         Job.objects.filter(pk__in=[job.pk for job in gone], backend_ref=claim).update(backend_ref="")
     started = [job for job in started if job.pk in still]
-    if started:
-        cluster_sync(jobs=started, backend=backend)
+    if started:  # record them running now, unless a pass holds the lock: passes observe the cluster themselves
+        cluster_sync(jobs=started, backend=backend, wait=False)
 
 
 def stop_on_cluster(job_ids: list[int], *, reason: str, preempted: bool) -> None:
@@ -565,11 +619,13 @@ def stop_on_cluster(job_ids: list[int], *, reason: str, preempted: bool) -> None
         stop_claimed(job, backend=backend, reason=reason, preempted=preempted)
 
 
-def cluster_sync(*, jobs=None, backend=None) -> int:
+def cluster_sync(*, jobs=None, backend=None, wait: bool | None = None) -> int:
     """Apply what the cluster reports about admitted/running jobs; ask for a run when any finished.
 
     Returns the number of jobs that finished. When an admission run holds the lock, that run (or the one
-    asked for here) observes the cluster itself, so nothing waits.
+    asked for here) observes the cluster itself, so nothing waits. `wait` (default: with the scheduler
+    process) waits for the lock instead; the carrier, which starts jobs, never does: it would hold back the
+    next starts for a whole pass.
     """
     backend = backend or get_backend()
     if jobs is None:
@@ -590,7 +646,7 @@ def cluster_sync(*, jobs=None, backend=None) -> int:
         return 0
     # The admission run writes the same rows: one writer at a time. A warm scheduler's passes are short, so
     # the finish waits for one to end; with cold runs (long, and each observes the cluster itself) it skips.
-    wait = settings.ADMISSION_SCHEDULER == "process"
+    wait = settings.ADMISSION_SCHEDULER == "process" if wait is None else wait
     with transaction.atomic():
         if not _lock(wait=wait):
             admission_request("finish")

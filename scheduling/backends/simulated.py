@@ -126,15 +126,18 @@ class SimulatedCluster(ClusterBackend):
     def _wake_up_after(seconds: float) -> None:
         """Short jobs get a cluster tick right when they end, so their quota is given back promptly.
 
-        Ends that fall in the same 50 ms share one tick (a Redis flag per slot), so a thousand small jobs
-        do not become a thousand ticks.
+        Started by the scheduler process, the tick is a deadline of that process's own wait
+        (loop.wake_cluster_at). Elsewhere it is a Celery task; ends that fall in the same 50 ms share one
+        (a Redis flag per slot), so a thousand small jobs do not become a thousand ticks.
         """
         if settings.CELERY_TASK_ALWAYS_EAGER or seconds > WAKE_UP_WITHIN_S:
             return
-        from scheduling.loop import _redis_client
+        from scheduling.loop import _redis_client, wake_cluster_at
         from scheduling.tasks import cluster_tick
 
         due = time.time() + seconds + 0.02
+        if wake_cluster_at(due):
+            return  # started by the scheduler process, which wakes itself then
         slot = math.ceil(due / WAKE_UP_SLOT_S)
         with contextlib.suppress(Exception):  # the broker is down: beat's tick will notice the finish
             client = _redis_client()

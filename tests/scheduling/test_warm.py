@@ -159,3 +159,27 @@ def test_beats_cluster_tick_observes_the_cluster_only_while_no_scheduler_leads(s
         assert (observed, carried) == ([1], [1, 1])
     finally:
         leadership.release()
+
+
+def test_a_job_started_by_the_scheduler_process_wakes_that_process_at_its_end_without_a_celery_task(
+    settings, monkeypatch
+):
+    from scheduling import loop
+    from scheduling.backends.simulated import SimulatedCluster
+    from scheduling.tasks import cluster_tick
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    queued = []
+    monkeypatch.setattr(cluster_tick, "apply_async", lambda **kwargs: queued.append(kwargs))
+    monkeypatch.setattr(loop, "_alarms", None)
+    SimulatedCluster._wake_up_after(0.05)  # a web or worker process: a Celery task wakes the scheduler
+    assert len(queued) == 1
+    loop.serve_cluster_wakeups_here()  # the scheduler process
+    SimulatedCluster._wake_up_after(0.05)
+    assert len(queued) == 1
+    for _ in range(3):  # other wake-ups waiting may come first
+        if "cluster" in loop.wait_for_wake(30):  # at the job's end: the pass observes the cluster
+            break
+    else:
+        raise AssertionError("the job's end did not wake the scheduler")
+    assert loop._next_alarm() is None

@@ -210,6 +210,22 @@ def start_processes(env, workers: int, profile_scheduler: bool = False, profile_
     }
 
 
+def wait_until_started(procs: dict[str, subprocess.Popen], idle_cpu_s: float = 0.1, timeout: float = 90) -> dict:
+    """Wait until every process has started (at least 5 s, then until none spent more than `idle_cpu_s` of CPU
+    in the last second: on a busy machine start-up takes longer than 5 s); returns their CPU seconds then."""
+    time.sleep(5)
+    before = {name: tree_cpu(p.pid) for name, p in procs.items()}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = {name: tree_cpu(p.pid) for name, p in procs.items()}
+        if all(now[name] - before[name] <= idle_cpu_s for name in procs):
+            return now
+        before = now
+    print("  (processes still busy after start-up; measuring from now)", flush=True)
+    return before
+
+
 def stop_processes(procs: dict[str, subprocess.Popen]) -> None:
     for p in procs.values():
         if p.poll() is None:
@@ -448,8 +464,7 @@ def main():
     )
     procs = start_processes(env, args.workers, args.profile_scheduler, args.profile_worker)
     try:
-        time.sleep(5)  # processes start; the scheduler reads the (empty) state
-        cpu0 = {name: tree_cpu(p.pid) for name, p in procs.items()}
+        cpu0 = wait_until_started(procs)  # start-up (imports, checks) is not work for the workloads
         pg = PostgresWatch(args.db)
         pg.start()
         submit_s, lag, client_cpu = submit_in_real_time(user, schedule, args.clients)

@@ -15,7 +15,8 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, models, transaction
@@ -283,14 +284,53 @@ def _kueue_run(backend, *, trigger: str, started, t0) -> AdmissionRun:
     )
 
 
-def _observe(now) -> None:
-    """Apply what the cluster did since the last look (inside the run, so it decides on fresh usage)."""
-    jobs = list(
+@dataclass(slots=True)
+class TeamOnCluster:
+    name: str
+    namespace: str
+
+
+@dataclass(slots=True)
+class JobOnCluster:
+    """The columns of a job that backends' observe() reads (and the loop writes back), loaded as plain values:
+    a seventh of the CPU of Job instances with their team and instance type (600 running jobs: 4 ms, not
+    27 ms), which every pass that observes the cluster paid."""
+
+    pk: int
+    name: str
+    state: str
+    pods: int
+    started_at: datetime | None
+    expected_duration_s: int | None
+    backend_ref: str
+    preemption_count: int
+    team: TeamOnCluster
+
+
+def jobs_on_cluster() -> list[JobOnCluster]:
+    """Admitted and running jobs the cluster has a name for (not those being started right now)."""
+    rows = (
         Job.objects.filter(state__in=ACTIVE_STATES)
         .exclude(backend_ref="")
         .exclude(backend_ref__startswith=STARTING)
-        .select_related("team", "assigned_instance_type")
-    )
+        .values_list(
+            "pk", "name", "state", "pods", "started_at", "expected_duration_s", "backend_ref", "preemption_count",
+            "team__name", "team__namespace",
+        )
+    )  # fmt: skip
+    teams: dict[tuple[str, str], TeamOnCluster] = {}
+    out = []
+    for *columns, team_name, namespace in rows:
+        team = teams.get((team_name, namespace))
+        if team is None:
+            team = teams[team_name, namespace] = TeamOnCluster(team_name, namespace)
+        out.append(JobOnCluster(*columns, team=team))
+    return out
+
+
+def _observe(now) -> None:
+    """Apply what the cluster did since the last look (inside the run, so it decides on fresh usage)."""
+    jobs = jobs_on_cluster()
     if jobs:
         try:
             observations = get_backend().observe(jobs, now=now)
@@ -629,12 +669,7 @@ def cluster_sync(*, jobs=None, backend=None, wait: bool | None = None) -> int:
     """
     backend = backend or get_backend()
     if jobs is None:
-        jobs = list(
-            Job.objects.filter(state__in=ACTIVE_STATES)
-            .exclude(backend_ref="")
-            .exclude(backend_ref__startswith=STARTING)
-            .select_related("team", "assigned_instance_type")
-        )
+        jobs = jobs_on_cluster()
     if not jobs:
         return 0
     try:

@@ -77,8 +77,8 @@ def parse_args():
     p.add_argument("--clients", type=int, default=4, help="submitting threads, each with its own connection")
     p.add_argument("--latency-samples", type=int, default=60)
     p.add_argument("--timeout", type=float, default=3600)
-    p.add_argument("--profile-scheduler", action="store_true", help="cProfile the scheduler into var/scheduler.prof")
-    p.add_argument("--profile-worker", action="store_true", help="cProfile worker0 (solo pool) into var/worker.prof")
+    p.add_argument("--profile-scheduler", action="store_true", help="CPU profile of the scheduler: var/scheduler.prof")
+    p.add_argument("--profile-worker", action="store_true", help="CPU profile of worker0 (solo pool): var/worker.prof")
     return p.parse_args()
 
 
@@ -118,6 +118,28 @@ def engine_figures(scenario: dict) -> dict:
     out, cpu = run(scenario)
     fig = kueue_figures(scenario, out)
     return {"cpu_s": cpu, "usage_pct": fig["usage_pct"], "waits_s": fig["wait"], "preemptions": fig["preemptions"]}
+
+
+def engine_on_actual_arrivals(scenario: dict, time_scale: float) -> dict:
+    """The engine on the arrivals as they happened: the submitting clients may lag the scenario, which spreads
+    the arrivals and shortens the queues. The live loop's waits and usage compare fairly with these."""
+    from scheduling.models import Job
+
+    priority = {w["name"].split("-")[-2]: w["priority"] for w in scenario["workloads"]}
+    rows = (
+        Job.objects.exclude(name="probe")
+        .order_by("submitted_at", "pk")
+        .values_list("pk", "team__name", "priority_class__name", "vcpus", "expected_duration_s", "submitted_at")
+    )
+    first = rows[0][5]
+    workloads = []
+    for pk, team, priority_class, vcpus, expected, submitted in rows:
+        cls = priority_class.removeprefix("bench-")
+        workloads.append(
+            {"name": f"{team}-{cls}-{pk}", "team": team, "priority": priority[cls], "requests": {"cpu": vcpus},
+             "submit": round((submitted - first).total_seconds(), 3), "duration": expected * time_scale}
+        )  # fmt: skip
+    return engine_figures({**scenario, "workloads": workloads})
 
 
 def create_database(url: str) -> None:
@@ -181,7 +203,8 @@ def setup_world(scenario: dict, time_scale: float):
 
 def start_processes(env, workers: int, profile_scheduler: bool = False, profile_worker: bool = False):
     venv = ROOT / ".venv" / "bin"
-    profile = ["-m", "cProfile", "-o", str(ROOT / "var" / "scheduler.prof")] if profile_scheduler else []
+    profiler = str(ROOT / "bench" / "cpu_profile.py")  # cProfile counting CPU time, not wall time
+    profile = [profiler, str(ROOT / "var" / "scheduler.prof")] if profile_scheduler else []
     logs = ROOT / "var" / "log"
     logs.mkdir(parents=True, exist_ok=True)
     commands = {
@@ -195,8 +218,8 @@ def start_processes(env, workers: int, profile_scheduler: bool = False, profile_
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
     if profile_worker:  # worker0 in one process (solo pool) under cProfile
-        prof = ["-m", "cProfile", "-o", str(ROOT / "var" / "worker.prof")]
-        commands["worker0"] = [str(venv / "python"), *prof, *commands["worker0"], "--pool", "solo"]
+        prof = [profiler, str(ROOT / "var" / "worker.prof"), "-m", "celery"]
+        commands["worker0"] = [str(venv / "python"), *prof, *commands["worker0"][1:], "--pool", "solo"]
     return {
         name: subprocess.Popen(
             argv,
@@ -207,6 +230,22 @@ def start_processes(env, workers: int, profile_scheduler: bool = False, profile_
         )
         for name, argv in commands.items()
     }
+
+
+def wait_until_started(procs: dict[str, subprocess.Popen], idle_cpu_s: float = 0.1, timeout: float = 90) -> dict:
+    """Wait until every process has started (at least 5 s, then until none spent more than `idle_cpu_s` of CPU
+    in the last second: on a busy machine start-up takes longer than 5 s); returns their CPU seconds then."""
+    time.sleep(5)
+    before = {name: tree_cpu(p.pid) for name, p in procs.items()}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = {name: tree_cpu(p.pid) for name, p in procs.items()}
+        if all(now[name] - before[name] <= idle_cpu_s for name in procs):
+            return now
+        before = now
+    print("  (processes still busy after start-up; measuring from now)", flush=True)
+    return before
 
 
 def stop_processes(procs: dict[str, subprocess.Popen]) -> None:
@@ -447,8 +486,7 @@ def main():
     )
     procs = start_processes(env, args.workers, args.profile_scheduler, args.profile_worker)
     try:
-        time.sleep(5)  # processes start; the scheduler reads the (empty) state
-        cpu0 = {name: tree_cpu(p.pid) for name, p in procs.items()}
+        cpu0 = wait_until_started(procs)  # start-up (imports, checks) is not work for the workloads
         pg = PostgresWatch(args.db)
         pg.start()
         submit_s, lag, client_cpu = submit_in_real_time(user, schedule, args.clients)
@@ -457,6 +495,7 @@ def main():
         cpu = {name: tree_cpu(p.pid) - cpu0[name] for name, p in procs.items()}
         postgres = pg.stop()
         live = live_figures(total_cpu)
+        actual = engine_on_actual_arrivals(scenario, time_scale)
         latency = free_quota_latency(user, args.latency_samples, [t["name"] for t in scenario["teams"]][:10])
     finally:
         stop_processes(procs)
@@ -466,7 +505,7 @@ def main():
     cpu["submit clients (web)"] = client_cpu
     cpu["postgresql backends"] = postgres["backend_cpu_s"]
     control_plane = sum(cpu.values())
-    report(args, live, engine, kueue, cpu, control_plane, postgres, latency, runs, done, submit_s, lag)
+    report(args, live, engine, kueue, cpu, control_plane, postgres, latency, runs, done, submit_s, lag, actual)
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     path = out / f"live_loop-{datetime.now():%Y%m%d-%H%M%S}.json"
@@ -485,6 +524,10 @@ def main():
                 "waits_s": {c: live["waits_s"].get(c) for c in CLASSES},
                 "engine_waits_s": {c: engine["waits_s"].get(c) for c in CLASSES},
                 "engine_cpu_s": engine["cpu_s"],
+                "engine_actual_arrivals": {
+                    "usage_pct": actual["usage_pct"],
+                    "waits_s": {c: actual["waits_s"].get(c) for c in CLASSES},
+                },
                 "submit_to_admission_p50_s": latency["p50_s"],
                 "submit_to_admission_p95_s": latency["p95_s"],
                 "latency": latency,
@@ -501,20 +544,21 @@ def main():
     print(f"figures written to {path.relative_to(ROOT)}")
 
 
-def report(args, live, engine, kueue, cpu, control_plane, postgres, latency, runs, done, submit_s, lag) -> None:
+def report(args, live, engine, kueue, cpu, control_plane, postgres, latency, runs, done, submit_s, lag, actual) -> None:
     def cell(x, fmt=".1f"):
         return f"{x:>12{fmt}}" if isinstance(x, (int, float)) else f"{'—':>12}"
 
     print()
-    print(f"{'':36}{'portal':>12}{'engine':>12}{'Kueue':>12}")
+    print(f"{'':36}{'portal':>12}{'engine':>12}{'Kueue':>12}{'engine, arrivals as submitted':>31}")
     print(f"{'wall time (s)':36}{cell(live['wall_s'])}{cell(None)}{cell(kueue['wall_s'])}")
     print(
         f"{'usage (% of nominal CPU)':36}{cell(live['usage_pct'])}{cell(engine['usage_pct'])}{cell(kueue['usage_pct'])}"
+        f"{cell(actual['usage_pct'])}"
     )
     for cls in CLASSES:
         label = f"avg creation->admission {cls} (s)"
         print(f"{label:36}{cell(live['waits_s'].get(cls), '.2f')}{cell(engine['waits_s'].get(cls), '.2f')}"
-              f"{cell(kueue[cls])}")  # fmt: skip
+              f"{cell(kueue[cls])}{cell(actual['waits_s'].get(cls), '.2f')}")  # fmt: skip
     print(f"{'preemptions':36}{cell(live['preemptions'], 'd')}{cell(engine['preemptions'], 'd')}{cell(None)}")
     print(f"{'control plane CPU (s)':36}{cell(control_plane)}{cell(engine['cpu_s'], '.2f')}{cell(kueue['cpu_s'])}")
     for name, seconds in cpu.items():

@@ -27,14 +27,18 @@ def cluster_tick(retry_starts: bool = False) -> dict:
 
     Beat's periodic tick (retry_starts) also retries starts and stops that an unreachable cluster refused.
     The simulated cluster's wake-ups at each job's end only observe, and with the scheduler process they
-    leave even that to its next pass, which they wake.
+    leave even that to its next pass, which they wake. While a scheduler process leads, beat's tick leaves
+    observing to it too (its passes observe the cluster at least once a second): observing every running
+    job here as well cost a worker a query of them all every 2 s, and a wait for the scheduler's lock.
     """
     from scheduling.loop import carry_out, cluster_sync, wake_scheduler
+    from scheduling.warm import scheduler_leads
 
-    if not retry_starts and settings.ADMISSION_SCHEDULER == "process":
+    process = settings.ADMISSION_SCHEDULER == "process"
+    if not retry_starts and process:
         wake_scheduler("cluster")  # the scheduler observes the cluster in its next pass: no second writer
         return {"finished": None}
-    finished = cluster_sync()
+    finished = None if process and scheduler_leads() else cluster_sync()
     if retry_starts:
         carry_out()
     return {"finished": finished}

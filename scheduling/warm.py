@@ -410,6 +410,19 @@ class Carrier:
 LEADER_KEY = 0x73636864  # "schd": the session-level advisory lock the scheduler process holds
 
 
+def scheduler_leads() -> bool:
+    """Whether a scheduler process holds the leader lock now (PostgreSQL; elsewhere: unknown, so False)."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = %s"
+            " AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+            [LEADER_KEY],
+        )
+        return bool(cursor.fetchone()[0])
+
+
 class Leadership:
     """Which scheduler process admits. PostgreSQL: a session-level advisory lock on the process's own
     connection, released by the server the moment that process or its connection dies, so a standby takes

@@ -1,8 +1,10 @@
 """The simulated cluster: the embedded default backend, a cluster that lives in the jobs table.
 
 A job the loop starts is placed on the nodes the engine chose (checked against the node groups) and
-reported running at once. It finishes `expected_duration_s x SIMULATED_TIME_SCALE` seconds after it
-started; a fraction SIMULATED_FAILURE_RATE of jobs fails part-way instead. Which jobs fail, and when, is a
+runs from that instant: its name on the cluster carries the start time (`...-a0@1732489200.125`), which
+`observe` reports as the start, as Kubernetes reports a pod's own start time, however late the portal looks.
+It finishes `expected_duration_s x SIMULATED_TIME_SCALE` seconds after it started;
+a fraction SIMULATED_FAILURE_RATE of jobs fails part-way instead. Which jobs fail, and when, is a
 hash of the job id, so a test or a demo replays the same way every time. Nothing is kept in memory: web,
 worker and beat processes all see the same cluster, and a restart loses nothing.
 """
@@ -13,7 +15,7 @@ import contextlib
 import hashlib
 import math
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Sum
@@ -45,6 +47,15 @@ def fate(job) -> tuple[str, float]:
     return "succeeded", runtime
 
 
+def started_on_cluster(backend_ref: str) -> datetime | None:
+    """The start instant a simulated job's name carries (None for names without one)."""
+    _, at, stamp = backend_ref.rpartition("@")
+    try:
+        return datetime.fromtimestamp(float(stamp), tz=UTC) if at else None
+    except (ValueError, OverflowError):
+        return None
+
+
 class SimulatedCluster(ClusterBackend):
     name = "simulated"
 
@@ -66,22 +77,28 @@ class SimulatedCluster(ClusterBackend):
         if bad:
             raise ValueError(f"job #{job.pk}: {instance_type} has {node_count} nodes, no node {bad[0]}")
         self._wake_up_after(runtime_s(job))
-        return f"sim/{job.team.namespace}/{job.name}-{job.pk}-a{job.preemption_count}"  # one name per attempt
+        # one name per attempt, with the instant it started
+        return f"sim/{job.team.namespace}/{job.name}-{job.pk}-a{job.preemption_count}@{time.time():.3f}"
 
     def stop(self, job, *, reason: str, preempted: bool) -> None:
         """Nothing to tear down: the simulated pods exist only as the job's state in the database."""
 
     def observe(self, jobs, *, now: datetime) -> list[Observation]:
+        """A job started since the last look is reported running from when it started, and also ended when
+        its end has passed meanwhile (two observations, in order)."""
         out = []
         for job in jobs:
             if not job.backend_ref:
                 continue
+            started_at = job.started_at if job.state == "running" else None
             if job.state == "admitted":
                 pods = f"{job.pods} pod{'s' if job.pods > 1 else ''}"
-                out.append(Observation(job.pk, "running", now, f"running: {pods} on {job.backend_ref}"))
-            elif job.state == "running" and job.started_at is not None:
+                started_at = min(started_on_cluster(job.backend_ref) or now, now)
+                where = job.backend_ref.partition("@")[0]
+                out.append(Observation(job.pk, "running", started_at, f"running: {pods} on {where}"))
+            if started_at is not None:
                 outcome, after = fate(job)
-                end = job.started_at + timedelta(seconds=after)
+                end = started_at + timedelta(seconds=after)
                 if end <= now:
                     reason = (
                         "finished successfully"
@@ -109,15 +126,18 @@ class SimulatedCluster(ClusterBackend):
     def _wake_up_after(seconds: float) -> None:
         """Short jobs get a cluster tick right when they end, so their quota is given back promptly.
 
-        Ends that fall in the same 50 ms share one tick (a Redis flag per slot), so a thousand small jobs
-        do not become a thousand ticks.
+        Started by the scheduler process, the tick is a deadline of that process's own wait
+        (loop.wake_cluster_at). Elsewhere it is a Celery task; ends that fall in the same 50 ms share one
+        (a Redis flag per slot), so a thousand small jobs do not become a thousand ticks.
         """
         if settings.CELERY_TASK_ALWAYS_EAGER or seconds > WAKE_UP_WITHIN_S:
             return
-        from scheduling.loop import _redis_client
+        from scheduling.loop import _redis_client, wake_cluster_at
         from scheduling.tasks import cluster_tick
 
         due = time.time() + seconds + 0.02
+        if wake_cluster_at(due):
+            return  # started by the scheduler process, which wakes itself then
         slot = math.ceil(due / WAKE_UP_SLOT_S)
         with contextlib.suppress(Exception):  # the broker is down: beat's tick will notice the finish
             client = _redis_client()

@@ -9,6 +9,7 @@ from scheduling.backends.base import ClusterUnreachable
 from scheduling.backends.simulated import SimulatedCluster, fate
 from scheduling.loop import UNREACHABLE, admission_run, cluster_sync
 from scheduling.models import AdmissionRun, Job, JobState
+from scheduling.warm import WarmScheduler
 
 pytestmark = pytest.mark.django_db
 
@@ -158,3 +159,22 @@ def test_a_cancelled_running_job_is_stopped_and_frees_its_place(
     job.refresh_from_db()
     assert job.state == JobState.CANCELLED and job.finished_at and not job.backend_stop_pending
     assert states(waiting) == [JobState.RUNNING]  # the cancel asked for a run
+
+
+def test_the_simulated_cluster_reports_its_own_start_time_however_late_the_portal_looks(
+    scientist, team_a, submit, settings
+):
+    settings.SIMULATED_TIME_SCALE = 1.0
+    settings.SIMULATED_FAILURE_RATE = 0.0
+    job = submit(scientist, team_a, expected_duration_s=10)
+    WarmScheduler(carry_out=lambda: None).run_pass()  # admitted; the cluster is told later
+    started = timezone.now() - timedelta(seconds=60)
+    ref = f"sim/{team_a.namespace}/{job.name}-{job.pk}-a0@{started.timestamp():.3f}"
+    Job.objects.filter(pk=job.pk).update(backend_ref=ref)  # started a minute ago; nobody looked since
+    assert cluster_sync() == 1
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED
+    assert abs((job.started_at - started).total_seconds()) < 0.001
+    assert job.finished_at - job.started_at == timedelta(seconds=10)
+    transitions = list(job.events.order_by("pk").values_list("from_state", "to_state"))
+    assert transitions[-2:] == [("admitted", "running"), ("running", "succeeded")]

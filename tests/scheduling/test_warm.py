@@ -136,3 +136,50 @@ def test_random_traffic_keeps_the_warm_state_equal_to_a_fresh_one(
         assert_in_step(scheduler)
     assert Job.objects.filter(state__in=ACTIVE_STATES).exists()
     assert Job.objects.filter(state__in=[JobState.SUCCEEDED, JobState.FAILED]).count() >= 3  # (which fail: job ids)
+
+
+def test_beats_cluster_tick_observes_the_cluster_only_while_no_scheduler_leads(settings, monkeypatch):
+    from django.db import connection
+
+    from scheduling.tasks import cluster_tick
+    from scheduling.warm import Leadership
+
+    if connection.vendor != "postgresql":
+        pytest.skip("leadership by advisory lock needs PostgreSQL")
+    settings.ADMISSION_SCHEDULER = "process"
+    observed, carried = [], []
+    monkeypatch.setattr("scheduling.loop.cluster_sync", lambda **kwargs: observed.append(1) or 0)
+    monkeypatch.setattr("scheduling.loop.carry_out", lambda: carried.append(1))
+    cluster_tick(retry_starts=True)
+    assert (observed, carried) == ([1], [1])  # nobody else observes: beat does
+    leadership = Leadership()
+    assert leadership.try_take()
+    try:
+        cluster_tick(retry_starts=True)  # the leading scheduler's passes observe; beat still retries starts
+        assert (observed, carried) == ([1], [1, 1])
+    finally:
+        leadership.release()
+
+
+def test_a_job_started_by_the_scheduler_process_wakes_that_process_at_its_end_without_a_celery_task(
+    settings, monkeypatch
+):
+    from scheduling import loop
+    from scheduling.backends.simulated import SimulatedCluster
+    from scheduling.tasks import cluster_tick
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    queued = []
+    monkeypatch.setattr(cluster_tick, "apply_async", lambda **kwargs: queued.append(kwargs))
+    monkeypatch.setattr(loop, "_alarms", None)
+    SimulatedCluster._wake_up_after(0.05)  # a web or worker process: a Celery task wakes the scheduler
+    assert len(queued) == 1
+    loop.serve_cluster_wakeups_here()  # the scheduler process
+    SimulatedCluster._wake_up_after(0.05)
+    assert len(queued) == 1
+    for _ in range(3):  # other wake-ups waiting may come first
+        if "cluster" in loop.wait_for_wake(30):  # at the job's end: the pass observes the cluster
+            break
+    else:
+        raise AssertionError("the job's end did not wake the scheduler")
+    assert loop._next_alarm() is None

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from scheduling.loop import wait_for_wake
+from scheduling.loop import serve_cluster_wakeups_here, wait_for_wake
 from scheduling.warm import Carrier, Leadership, WarmScheduler
 
 log = logging.getLogger("scheduling.scheduler")
@@ -41,6 +41,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1 <pid>: where is it stuck?
+        serve_cluster_wakeups_here()  # the carrier starts jobs here: their ends wake this process directly
         carrier = Carrier()
         leadership, scheduler = Leadership(), WarmScheduler(carry_out=carrier)
         done, last_check, last_start, standing_by = 0, time.monotonic(), 0.0, False

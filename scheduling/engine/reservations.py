@@ -101,6 +101,7 @@ class Planner:
                     (max(extra.end, now), RELEASE, extra.job.seq, extra.job, extra.nodes)
                 )
         monotone = extra is not None and prior is not None and extra.job not in prior.holds
+        overdue: dict[tuple, int] = {}  # (flavor, scope of its releases) -> overdue ends already applied
         try:
             for k, head in enumerate(heads):
                 best = None
@@ -118,7 +119,12 @@ class Planner:
                         return Plan(heads[: k + 1], holds)
                     continue
                 for f in s.flavors_for(head):
-                    found = self.earliest(head, f, future.get(f, ()), ends.get(f, ()), floor, deadline)
+                    group = head.team.group
+                    key = (f, None if s.shared_flavor[f] else group)
+                    applied = overdue.get(key)
+                    if applied is None:
+                        applied = overdue[key] = self._apply_overdue(f, group, held)
+                    found = self.earliest(head, f, future.get(f, ()), ends.get(f, ()), floor, deadline, applied)
                     if found is not None and (best is None or found.start < best.start - EPS):
                         best = found
                 holds[head] = best
@@ -131,6 +137,17 @@ class Planner:
             return Plan(heads, holds)
         finally:
             held.undo(0)
+
+    def _apply_overdue(self, f: int, group, held: Timeline) -> int:
+        """Apply to `held` the ends of running work on `f` due by now (work past its expected end is supposed
+        to end now), once per plan rather than once per head; how many, the first events of `releases`."""
+        events = self.releases(f, group)
+        now, k = self.s.now, 0
+        while k < len(events) and events[k][0] <= now:
+            _, _, _, job, nodes = events[k]
+            held.put(job, f, nodes, -1)
+            k += 1
+        return k
 
     def _hold(self, hold: Hold, k: int, held: Timeline, future, ends) -> None:
         if hold.start <= self.s.now:
@@ -162,12 +179,19 @@ class Planner:
         return out
 
     def earliest(
-        self, job: Job, f: int, holds=(), ends=(), not_before: float = 0.0, not_after: float = INF
+        self,
+        job: Job,
+        f: int,
+        holds=(),
+        ends=(),
+        not_before: float = 0.0,
+        not_after: float = INF,
+        applied: int = 0,
     ) -> Hold | None:
         """The earliest hold for `job` on flavor `f`, the state being the current one plus what started now;
         `holds` are the earlier heads' later holds there, `ends` when what started now ends. The search
         looks at no instant before `not_before` (the caller knows it cannot fit there) and gives up (None)
-        past `not_after`."""
+        past `not_after`. The first `applied` release events (ends due by now) are already in the state."""
         s = self.s
         team = job.team.book
         pool = s.pools[f]
@@ -193,7 +217,7 @@ class Planner:
             starts = []
         timeline = Timeline(s, f, lazy=True)  # nodes are brought up to date only where the quota fits
         try:
-            i, n = 0, len(events)
+            i, n = applied, len(events)
             now = s.now
             while i < n and events[i][0] <= now:
                 timeline.apply(events[i])

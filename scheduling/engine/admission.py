@@ -496,12 +496,11 @@ class Scheduler:
         keep = next((k for k, h in enumerate(heads) if id(base.holds.get(h)) in crossed_set), len(heads))
         rival_set = set(rivals)
         last = max((k for k, h in enumerate(heads) if h in rival_set), default=-1)
-        trial = self.planner.plan(heads[: last + 1], Extra(job, f, nodes, end), base, keep, rival_set)
+        trial = self.planner.plan(heads, Extra(job, f, nodes, end), base, keep, rival_set)
         late = [h for h in rivals if trial.start(h) > base.start(h) + EPS]
         if late:
             return min(late, key=planning_key)
-        if last + 1 == len(heads):
-            self._trials[job] = (self._token(scope), trial)
+        self._trials[job] = (self._token(scope), trial)
         return None
 
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
@@ -610,11 +609,13 @@ class Scheduler:
         """The plan once a head admitted as planned (now, on the nodes it held) leaves it: the scope's heads
         as they now stand, the common prefix with the old plan keeping its holds and the rest planned again.
         None where the admission differs from the hold (then the plan is made afresh)."""
-        hold = plan.holds.get(job)
-        if hold is None or hold.start > self.now or hold.f != job.flavor:
-            return None
-        if self.pools[job.flavor] is not None and hold.nodes != job.nodes:
-            return None
+        if job in plan.holds:
+            hold = plan.holds[job]
+            if hold is None or hold.start > self.now or hold.f != job.flavor:
+                return None
+            if self.pools[job.flavor] is not None and hold.nodes != job.nodes:
+                return None
+        # else a trial plan made with the job as admitted now, exactly as it was: the other heads hold already
         old = [h for h in plan.heads if h is not job]
         heads = self.heads(self.scope(job.team))
         keep = next(

@@ -490,12 +490,11 @@ class Scheduler:
             self._trials[job] = (self._token(scope), base)
             return None
         heads = [h for h in base.heads if h is not job]
-        # Heads before the first whose hold W crosses keep their holds; heads after the last rival do not
-        # matter to this decision, so the trial stops there (and is then not kept as the next plan).
+        # Heads before the first whose hold W crosses keep their holds; the trial stops at the first rival it
+        # delays, else it plans every head and is kept as the plan once W is admitted.
         crossed_set = {id(h) for h in crossed}
         keep = next((k for k, h in enumerate(heads) if id(base.holds.get(h)) in crossed_set), len(heads))
         rival_set = set(rivals)
-        last = max((k for k, h in enumerate(heads) if h in rival_set), default=-1)
         trial = self.planner.plan(heads, Extra(job, f, nodes, end), base, keep, rival_set)
         late = [h for h in rivals if trial.start(h) > base.start(h) + EPS]
         if late:

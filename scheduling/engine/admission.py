@@ -100,6 +100,7 @@ class Scheduler:
         self._trials: dict[Job, tuple[tuple, Plan]] = {}  # trial plans that let a workload in, by state
         self.held_back: dict[int, list] = {}  # team -> [(head whose reservation held it back, its start)]
         self.protected: set[Job] = set()  # not to be evicted in this settle (their eviction would be wasted)
+        self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
 
     # ----- workloads coming and going -------------------------------------------------------------------
 
@@ -232,27 +233,30 @@ class Scheduler:
         self.now = now
         start = len(self.log)
         protected: set[Job] = set()
+        deferred: set[Job] = set()
         plain_passes = 0
-        while True:  # a retry protects more running work, or spends one of the few plain passes: this ends
+        while True:  # a retry protects or defers more work, or spends one of the few plain passes: this ends
             mark = len(self.log)
             self._settle_once(mark)
             wasted = self._wasted(start) - self.protected
-            if wasted:
+            undone = self._admitted_then_evicted(start) - self.deferred
+            if wasted or undone:
                 self._undo(start)
                 protected |= wasted
-                self.protected = set(protected)
+                deferred |= undone
+                self.protected, self.deferred = set(protected), set(deferred)
                 self.wake_all()
-            elif self.protected and len(self.log) > mark and plain_passes < MAX_PLAIN_PASSES:
+            elif (self.protected or self.deferred) and len(self.log) > mark and plain_passes < MAX_PLAIN_PASSES:
                 # What the protected settle did stands; from here the settle starts afresh, unprotected, as
                 # settling again would (undoing back past it would only find the same waste again).
                 plain_passes += 1
                 start = len(self.log)
-                protected = set()
-                self.protected = set()
+                protected, deferred = set(), set()
+                self.protected, self.deferred = set(), set()
                 self.wake_all()
             else:
                 break
-        self.protected = set()
+        self.protected, self.deferred = set(), set()
 
     def _wasted(self, start: int) -> set[Job]:
         """Workloads evicted and then admitted again within this settle."""
@@ -263,6 +267,17 @@ class Scheduler:
             elif entry[1] in evicted:
                 wasted.add(entry[1])
         return wasted
+
+    def _admitted_then_evicted(self, start: int) -> set[Job]:
+        """Workloads admitted and then evicted within this settle: they would start only to be stopped, so
+        the settle is made again without admitting them, and their evictor takes the room directly."""
+        admitted, undone = set(), set()
+        for entry in self.log[start:]:
+            if entry[0] == "admitted":
+                admitted.add(entry[1])
+            elif entry[1] in admitted:
+                undone.add(entry[1])
+        return undone
 
     def _undo(self, start: int) -> None:
         """Take back what the log records since `start`, newest first, restoring the exact earlier state."""
@@ -343,6 +358,8 @@ class Scheduler:
         if team.queue.size:
             held = []
             for job in team.queue.heads():
+                if job in self.deferred:
+                    continue
                 plan = self.plan(job)
                 if plan is not None and not plan[3]:
                     blocker = self.reservation_blocker(job, plan)
@@ -472,7 +489,9 @@ class Scheduler:
         rivals = [
             head
             for _, _, head in self._sorted_heads.get(scope, ())[:MAX_PLANNED_HEADS]
-            if head is not job and (head is own_head or (not within and planning_key(head) < key))
+            if head is not job
+            and head not in self.deferred  # the same settle would evict it: its reservation is moot
+            and (head is own_head or (not within and planning_key(head) < key))
         ]
         if not rivals:
             self._keep_plan_if_untouched(job, f, scope)

@@ -169,8 +169,15 @@ def simulate_checked(data):
     settles = []
 
     def checked_settle(now):
+        start = len(s.log)
         settle(now)
         check_invariants(s, scenario)
+        admitted = set()
+        for entry in s.log[start:]:
+            if entry[0] == "admitted":
+                admitted.add(entry[1])
+            else:
+                assert entry[1] not in admitted, f"t={now}: {entry[1].name} admitted and then evicted in one settle"
         before = len(s.log)
         s.wake_all()
         settle(now)

@@ -143,7 +143,11 @@ def _estimate(plan: engine.Plan) -> StartEstimate:
         return StartEstimate(
             at=None,
             kind="unknown",
-            note="no reservation yet: the work holding the room it needs has no expected duration",
+            note=(
+                "no reservation: the plan finds no time it could start as things stand (it asks for more than"
+                " its team may ever use, or the room it needs is held by work with no expected duration; the"
+                " reason says which)"
+            ),
         )
     return StartEstimate(
         at=None,

@@ -21,7 +21,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from quotas.models import ComputeAllocation, Role, Team, User
+from quotas.models import ComputeAllocation, Role, Sharing, Team, User
 from scheduling.models import QUEUED_STATES, Job
 from scheduling.services import JobRequest, job_submit
 
@@ -99,6 +99,13 @@ def shape(row: TraceRow, allocations: list[ComputeAllocation], team: str = "") -
     it = next((t for t in gpu_types if t.accelerators >= row.gpus), gpu_types[-1])
     per_pod = min(row.gpus, it.accelerators)
     pods = math.ceil(row.gpus / per_pod)
+    # a team that never borrows (Lend, DontLend) is not sent a gang larger than its quota there: it would
+    # wait forever at the head of its queue, and a demo should show waiting that ends
+    alloc = next(a for a in allocations if a.instance_type_id == it.pk)
+    if alloc.team.sharing != Sharing.LEND_AND_BORROW:
+        quota = alloc.accelerators if alloc.accelerators is not None else (alloc.instances or 0) * it.accelerators
+        if quota >= per_pod:
+            pods = min(pods, quota // per_pod)
     share = per_pod / it.accelerators
     return {
         "instance_type": it.name,

@@ -39,3 +39,32 @@ def test_demo_traffic_is_off_unless_asked(settings):
     demo_load()
     assert demo_traffic_tick()["submitted"] == 0
     assert not Job.objects.exists()
+
+
+def test_a_team_that_never_borrows_is_never_sent_a_gang_larger_than_its_quota():
+    """Inference (DontLend, 16 p5 GPUs) was sent 4 x 8-GPU gangs from the trace: each waited forever at the head of
+    its queue. Every trace row mapped to a team that cannot borrow fits that team's quota on its instance type."""
+    from quotas.models import ComputeAllocation, Sharing
+    from scheduling.demo_traffic import shape
+
+    demo_load()
+    allocations: dict[str, list] = {}
+    for alloc in ComputeAllocation.objects.select_related("team", "instance_type"):
+        allocations.setdefault(alloc.team.name, []).append(alloc)
+    checked = 0
+    for team, allocs in allocations.items():
+        if allocs[0].team.sharing == Sharing.LEND_AND_BORROW:
+            continue
+        for row in trace():
+            sizes = shape(row, allocs, team)
+            if sizes is None:
+                continue
+            alloc = next(a for a in allocs if a.instance_type.name == sizes["instance_type"])
+            quota = (
+                alloc.accelerators
+                if alloc.accelerators is not None
+                else alloc.instances * alloc.instance_type.accelerators
+            )
+            assert sizes["pods"] * sizes["accelerators"] <= quota, (team, row)
+            checked += 1
+    assert checked > 100

@@ -369,12 +369,13 @@ def apply_decisions(decisions: engine.Decisions, jobs: list[JobRow] | dict[str, 
     return applied
 
 
-def _locked(ids, states) -> set[int]:
-    """Of `ids`, those still in one of `states`, locked for this transaction so they stay there."""
+def _locked(ids, states) -> dict[int, str]:
+    """Of `ids`, those still in one of `states` (id -> the state the database holds), locked for this
+    transaction so they stay there."""
     if not ids:
-        return set()
+        return {}
     rows = Job.objects.select_for_update().filter(pk__in=ids, state__in=states).order_by("pk")
-    return set(rows.values_list("pk", flat=True))
+    return dict(rows.values_list("pk", "state"))
 
 
 def preemption_reason(victim, preemptor, why: str) -> str:
@@ -397,7 +398,15 @@ def _preempt_all(preemptions, by_name, now, events: list[JobEvent]) -> list[int]
         )
         requeued_ids[requeued].append(victim.pk)
         events.append(
-            JobEvent(job_id=victim.pk, at=now, from_state=victim.state, to_state=JobState.PREEMPTED, reason=reason)
+            # the state the database holds: the scheduler's copy may still say admitted where the cluster has
+            # started the job since it was read
+            JobEvent(
+                job_id=victim.pk,
+                at=now,
+                from_state=still_active[victim.pk],
+                to_state=JobState.PREEMPTED,
+                reason=reason,
+            )
         )
         events.append(
             JobEvent(

@@ -30,3 +30,22 @@ def test_a_job_preempted_while_it_starts_is_started_again_at_once_when_readmitte
     carry_out()
     job.refresh_from_db()
     assert job.state == JobState.RUNNING and job.backend_ref.startswith("sim/")
+
+
+def test_a_preemption_records_the_state_the_database_holds_not_the_schedulers_copy(scientist, team_a, submit):
+    """The scheduler's copy of a job said admitted while the cluster had started it since: the preemption's
+    event read "admitted -> preempted" right after "admitted -> running" on the job's timeline."""
+    from django.utils import timezone
+
+    from scheduling import engine
+    from scheduling.loop import _preempt_all
+    from scheduling.snapshot import load_rows
+
+    job = submit(scientist, team_a, accelerators=2)
+    Job.objects.filter(pk=job.pk).update(state=JobState.ADMITTED)
+    (row,) = load_rows(ids=[job.pk])  # the scheduler's copy: admitted
+    Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING)  # the cluster started it since
+    events = []
+    done = _preempt_all([engine.Preemption(str(job.pk), "", "priority")], {str(job.pk): row}, timezone.now(), events)
+    assert done == [job.pk]
+    assert (events[0].from_state, events[0].to_state) == (JobState.RUNNING, JobState.PREEMPTED)

@@ -178,7 +178,9 @@ def size_defaults(*, user, team: str, instance_type: str, accelerators) -> tuple
     team_row = Team.objects.visible_to(user).filter(name=team).first() if team else None
     request = JobRequest(team=team or "", name="", image="", accelerators=count)
     it = _fill_defaults(request, team_row, chosen, types)
-    return (request.vcpus, request.memory_gib, it.name) if it is not None else None
+    if it is None or (it.accelerators and count > it.accelerators):
+        return None  # more accelerators than a node of the type has: the request is refused, no default to show
+    return (request.vcpus, request.memory_gib, it.name)
 
 
 def _home_type(team, types: list[InstanceType]):

@@ -111,6 +111,7 @@ def job_submit(request):
         instance_type=data.get("instance_type") or "",
         accelerators=data.get("accelerators"),
     )
+    _show_defaults(form, size_defaults)
     context = {
         "form": form,
         "panels": selectors.team_panels(teams.order_by("name")),
@@ -131,6 +132,14 @@ def job_size_defaults(request):
         accelerators=g.get("accelerators"),
     )
     return render(request, "scheduling/_size_defaults.html", {"found": found})
+
+
+def _show_defaults(form: JobForm, found) -> None:
+    """The proportional defaults appear in the vCPU and memory fields themselves (as placeholders) while they
+    are blank, so the user sees what a blank field takes and may type over it; as the accelerators change,
+    static/js/size-defaults.js copies the fragment's figures into the placeholders (never into a value)."""
+    for name, value in (("vcpus", found[0] if found else None), ("memory_gib", found[1] if found else None)):
+        form.fields[name].widget.attrs["placeholder"] = "" if value is None else f"{value:g}"
 
 
 def _job_or_404(request, pk):

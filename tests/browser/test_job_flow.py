@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from scheduling.loop import cluster_sync
 from scheduling.models import Job, JobState
@@ -29,7 +30,12 @@ def test_a_waiting_job_explains_itself_and_starts_when_room_frees(
     assert page.get_by_test_id("team-panel-team-a").is_visible()
     page.fill("input[name=name]", "finetune-llama")
     page.select_option("select[name=instance_type]", "ml.p5.48xlarge")
+    page.fill("input[name=accelerators]", "2")
+    # the blank fields show what they would take (1/4 of a p5.48xlarge), and follow the count as it changes
+    expect(page.locator("#id_vcpus")).to_have_attribute("placeholder", "48")
+    expect(page.locator("#id_memory_gib")).to_have_attribute("placeholder", "512")
     page.fill("input[name=accelerators]", "4")
+    expect(page.locator("#id_vcpus")).to_have_attribute("placeholder", "96")
     page.fill("input[name=vcpus]", "32")
     page.fill("input[name=memory_gib]", "256")
     page.fill("input[name=expected_duration]", "2h")

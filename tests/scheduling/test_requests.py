@@ -149,3 +149,24 @@ def test_the_form_shows_the_defaults_a_blank_field_takes_as_the_accelerators_cha
     assert "default-vcpus" not in body  # not a number: nothing to show, no error
     page = client.get(reverse("jobs:job-submit")).content.decode()
     assert 'hx-get="/jobs/submit/size-defaults/"' in page and 'data-testid="size-defaults"' in page
+
+
+def test_the_defaults_fill_the_blank_vcpu_and_memory_fields(world, client_for):
+    """The proportional defaults appear in the fields themselves (placeholders: the page draws them, and the
+    fragment carries them for static/js/size-defaults.js as the accelerators change); a count no node of the
+    type holds shows none."""
+    import re
+
+    client = client_for(world)
+    url = reverse("jobs:job-size-defaults")
+
+    def field(body, name):
+        return re.search(rf'<input[^>]*name="{name}"[^>]*>', body).group(0)
+
+    body = client.get(url, {"team": "team-a", "accelerators": "2", "instance_type": ""}).content.decode()
+    assert 'data-vcpus="48"' in body and 'data-memory="512"' in body
+    body = client.get(url, {"team": "team-a", "accelerators": "21", "instance_type": "ml.p5.48xlarge"}).content.decode()
+    assert "default-vcpus" not in body and 'data-vcpus=""' in body  # a p5 node has 8 GPUs
+    page = client.get(reverse("jobs:job-submit")).content.decode()
+    assert 'placeholder="24"' in field(page, "vcpus") and 'placeholder="256"' in field(page, "memory_gib")
+    assert "js/size-defaults" in page

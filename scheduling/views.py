@@ -17,6 +17,7 @@ from quotas.models import Team
 from scheduling import selectors, services
 from scheduling.filters import JobFilter
 from scheduling.forms import JobForm, format_duration
+from scheduling.models import ACTIVE_STATES
 from scheduling.reasons import ReasonPresenter
 from scheduling.tables import AdmissionRunTable, JobTable, configure
 
@@ -60,6 +61,10 @@ def job_list(request):
     if request.GET.get("export") == "csv":
         return _csv(jobs.qs, request.user)
     table = configure(request, JobTable(jobs.qs if jobs.is_valid() else jobs.queryset.none()))
+    shown = [row.record for row in table.page.object_list] if hasattr(table, "page") else []
+    borrowing = selectors.borrowing_now({job.team.name for job in shown if job.state in ACTIVE_STATES})
+    for job in shown:
+        job.borrowing_now = borrowing.get(job.pk)
     query = request.GET.copy()
     query.pop("page", None)
     context = {"filter": jobs, "table": table, "query": query.urlencode()}

@@ -277,3 +277,46 @@ def test_an_instance_type_without_accelerators_says_so_once(world, scientist, cl
     InstanceType.objects.create(name="ml.c5.2xlarge", family="c5", accelerators=0, vcpus=8, memory_gib=16)
     html = client_for(scientist).get("/jobs/submit/").content.decode()
     assert "ml.c5.2xlarge · no accelerators, 8 vCPUs" in html and "0 no accelerators" not in html
+
+
+def borrowed_by_team() -> dict[str, dict[str, float]]:
+    """What each team borrows now per resource, from the database: its running accelerators beyond its
+    allocation, per instance type."""
+    held: dict[tuple, float] = defaultdict(float)
+    for job in Job.objects.filter(state__in=(JobState.ADMITTED, JobState.RUNNING)).select_related(
+        "team", "assigned_instance_type"
+    ):
+        held[job.team.name, job.assigned_instance_type] += job.accelerators * job.pods
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for (team, it), used in held.items():
+        alloc = ComputeAllocation.objects.filter(team__name=team, instance_type=it).first()
+        out[team][it.accelerator_resource] += max(0, used - ((alloc and alloc.accelerators) or 0))
+    return out
+
+
+def test_job_borrowing_badges_add_up_to_what_each_team_borrows_now(world, manager_user, team_a, p5, client_for):
+    """A job admitted on borrowed quota whose team has since got quota borrows nothing now; a job admitted
+    within quota borrows once its team's quota shrinks below what it runs. The job list's badges, summed per
+    team, are the team list's borrowed figure and the database's."""
+    team_c = world["team_c"]
+    assert Job.objects.get(name="c-borrow").borrowed and not Job.objects.get(name="a-gpu").borrowed
+    ComputeAllocation.objects.create(team=team_c, instance_type=p5, accelerators=2)
+    ComputeAllocation.objects.filter(team=team_a, instance_type=p5).update(accelerators=2)
+    jobs = page(client_for, manager_user, "/jobs/?mine=false")
+    teams = page(client_for, manager_user, "/teams/")
+    badges: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    labels = {"gpu": "GPU", "neuron": "Neuron"}
+    for job in Job.objects.select_related("team", "assigned_instance_type"):
+        key = f"job:{job.pk}:borrows"
+        if key in jobs:
+            assert job.state in (JobState.ADMITTED, JobState.RUNNING)
+            badges[job.team.name][job.assigned_instance_type.accelerator_resource] += number(jobs[key])
+    borrowed = borrowed_by_team()
+    for team in Team.objects.all():
+        expect = {r: v for r, v in borrowed[team.name].items() if v}
+        assert {r: v for r, v in badges[team.name].items()} == expect, team.name
+        if expect:
+            assert amounts(teams[f"{team.name}:borrowed"]) == {labels[r]: v for r, v in expect.items()}
+    assert badges["team-a"] == {"gpu": 2} and not badges["team-c"]
+    a_gpu = Job.objects.get(name="a-gpu")
+    assert jobs[f"job:{a_gpu.pk}:borrows"] == "borrows 2 of 4 GPU"

@@ -111,6 +111,20 @@ def _leaders(window: Window, teams, types, qs, field: str, top: int) -> tuple[li
     return [r["team_id"] for r in ranked[:top]], len(ranked) > top
 
 
+def peak_used(*, window: Window, teams, types, resource: str = "acc", charted: list | None = None) -> float:
+    """The most in use at any one moment of the window: the highest total of a sample (longer ranges chart
+    hourly or daily averages, whose highest is below the busiest sample, and below "now" when now is busiest).
+    Where raw samples are no longer kept, the highest charted average stands in for those older steps."""
+    if window.step == "raw":  # the chart is the samples: its highest point is the busiest sample
+        return round(max([*(charted or []), 0.0]), 3)
+    samples = _scoped(UsageSample.objects.filter(at__gte=window.start, at__lt=window.end), teams, types)
+    top = (
+        samples.values("at").annotate(total=Sum(f"used_{resource}")).order_by("-total").values_list("total", flat=True)
+    )
+    highest = top.first() or 0.0
+    return round(max([highest, *(charted or []), 0.0]), 3)
+
+
 MEASURES = ("used", "borrowed", "lent", "pending", "quota", "fair_share")
 
 

@@ -320,3 +320,36 @@ def test_job_borrowing_badges_add_up_to_what_each_team_borrows_now(world, manage
     assert badges["team-a"] == {"gpu": 2} and not badges["team-c"]
     a_gpu = Job.objects.get(name="a-gpu")
     assert jobs[f"job:{a_gpu.pk}:borrows"] == "borrows 2 of 4 GPU"
+
+
+@pytest.mark.parametrize("team", [None, "team-a"])
+def test_usage_peak_is_the_busiest_sample_never_below_now(world, manager_user, team_a, p5, client_for, team):
+    """The 7-day tiles: the peak is the highest per-tick total of the samples in the range, recomputed from
+    them; so it is never below "now" (the latest sample) nor below any hourly average the chart shows."""
+    # the hour of now averaged with an idle half of it, and a busier moment two days ago whose hour is not rolled up
+    UsageRollup.objects.filter(granularity=Granularity.HOUR).update(used_acc=F("used_acc") / 2)
+    UsageSample.objects.create(at=world["now"] - timedelta(days=2), team=team_a, instance_type=p5, used_acc=20)
+    url = f"/usage/teams/{team}/?range=7d" if team else "/usage/?range=7d"
+    response = client_for(manager_user).get(url)
+    shown, html = figures(response.content), response.content.decode()
+    for resource in ("gpu", "neuron"):
+        samples = UsageSample.objects.filter(
+            at__gte=world["now"] - timedelta(days=7), instance_type__accelerator_resource=resource
+        )
+        if team:
+            samples = samples.filter(team__name=team)
+        ticks = defaultdict(float)
+        for at, used in samples.values_list("at", "used_acc"):
+            ticks[at] += used
+        peak, now = number(shown[f"tile:{resource}:peak"]), number(shown[f"tile:{resource}:now"])
+        assert peak == pytest.approx(max(ticks.values()), abs=0.05), resource
+        assert peak >= now
+        fig = embedded_figure(html, f"fig-usage-{resource}")
+        traces = [t for t in fig["data"] if t["name"] not in ("installed capacity", "quota", "lent to others")]
+        traces = [t for t in traces if t["name"] != "borrowed (all teams)"]
+        if team:
+            charted = [w + b for w, b in zip(traces[0]["y"], traces[1]["y"], strict=True)]
+        else:
+            charted = [sum(values) for values in zip(*(t["y"] for t in traces), strict=True)]
+        assert all(peak >= v - 1e-9 for v in charted)
+    assert number(shown["tile:gpu:peak"]) == 20  # the moment two days ago, not the halved hour of now

@@ -366,6 +366,21 @@ def usage_summary_in_parts(*, window: Window, teams, types, days: int = 7):
         start = stop
 
 
+def hours_text(value: float) -> str:
+    """An hours figure as the reports print it: one decimal, none when it is a whole number ("30", "4.4")."""
+    text = f"{value:.1f}".removesuffix(".0")
+    return "0" if text == "-0" else text
+
+
+def hours_shown(*, used: float, borrowed: float) -> dict[str, str]:
+    """A team's hours as its story and the table beside it both print them: rounded once, the part within
+    quota derived from the rounded whole, so "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed
+    and the table says the same figures."""
+    shown_used, shown_borrowed = round(used, 1), round(borrowed, 1)
+    shown_within = round(shown_used - shown_borrowed, 1)
+    return {"used": hours_text(shown_used), "within": hours_text(shown_within), "borrowed": hours_text(shown_borrowed)}
+
+
 def team_totals(summary_rows: list[dict]) -> list[dict]:
     """Roll summary rows up per team and accelerator resource (GPU-hours apart from Neuron device-hours), for
     the one-line story a manager reads first. Instance types without accelerators add a row only where jobs ran
@@ -396,10 +411,7 @@ def team_totals(summary_rows: list[dict]) -> list[dict]:
         t["preemptions"] += r["preemptions"]
     for t in teams.values():
         t["utilization_pct"] = round(100 * t["within"] / t["quota"], 1) if t["quota"] else None
-        # What the sentence shows: rounded once, and the parts derived from the rounded whole so that
-        # "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed.
-        t["shown"] = {"used": round(t["used"], 1), "borrowed": round(t["borrowed"], 1)}
-        t["shown"]["within"] = round(t["shown"]["used"] - t["shown"]["borrowed"], 1)
+        t["shown"] = hours_shown(used=t["used"], borrowed=t["borrowed"])
     kept = [t for t in teams.values() if t["resource"] or t["jobs"] or t["preemptions"]]
     return sorted(kept, key=lambda t: (-t["used"], t["team"], t["resource"]))
 

@@ -353,3 +353,22 @@ def test_usage_peak_is_the_busiest_sample_never_below_now(world, manager_user, t
             charted = [sum(values) for values in zip(*(t["y"] for t in traces), strict=True)]
         assert all(peak >= v - 1e-9 for v in charted)
     assert number(shown["tile:gpu:peak"]) == 20  # the moment two days ago, not the halved hour of now
+
+
+def test_report_story_and_team_table_print_the_same_rounded_hours(world, manager_user, team_b, p5, client_for):
+    """team-b used 1.04 GPU-hours, 0.06 borrowed: the story and the table beside it print one figure each
+    (1, 0.9 from its quota, 0.1 borrowed), which adds up as printed and matches the daily rollups."""
+    days = UsageRollup.objects.filter(granularity=Granularity.DAY, team=team_b, instance_type=p5)
+    keep = days.order_by("bucket").last()
+    days.exclude(pk=keep.pk).delete()
+    days.update(acc_hours=1.04, borrowed_acc_hours=0.06, quota_acc_hours=10)
+    shown = page(client_for, manager_user, "/reports/?range=7d")
+    for k in ("used", "within", "borrowed"):
+        assert shown[f"team-b:gpu:story:{k}"] == shown[f"team-b:gpu:{k}"], k
+    assert number(shown["team-b:gpu:used"]) == pytest.approx(1.04, abs=0.05)
+    assert number(shown["team-b:gpu:borrowed"]) == pytest.approx(0.06, abs=0.05)
+    assert number(shown["team-b:gpu:within"]) + number(shown["team-b:gpu:borrowed"]) == number(shown["team-b:gpu:used"])
+    for team in ("team-a", "team-c"):  # every team's story and table row agree
+        for k in ("used", "within", "borrowed"):
+            if f"{team}:gpu:story:{k}" in shown:
+                assert shown[f"{team}:gpu:story:{k}"] == shown[f"{team}:gpu:{k}"], (team, k)

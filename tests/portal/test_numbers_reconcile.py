@@ -372,3 +372,23 @@ def test_report_story_and_team_table_print_the_same_rounded_hours(world, manager
         for k in ("used", "within", "borrowed"):
             if f"{team}:gpu:story:{k}" in shown:
                 assert shown[f"{team}:gpu:story:{k}"] == shown[f"{team}:gpu:{k}"], (team, k)
+
+
+@pytest.mark.parametrize("url", ["/", "/jobs/?mine=false"])
+def test_a_jobs_reason_is_shown_whole_with_its_numbers(world, scientist, client_for, url):
+    """The "Why" column, on a scientist's home page and in the job list, says the whole reason as the reader
+    may read it (the numbers come last and were cut off), equal to the job's reason in the database."""
+    from scheduling.reasons import present
+
+    waiting = Job.objects.get(name="a-big")
+    reason = (
+        "Waiting: team-a uses 12 of its 8-GPU quota on ml.p5.48xlarge and cohort default has 0 idle GPUs "
+        "to lend; it needs 16 GPUs (2 x 8)"
+    )
+    Job.objects.filter(pk=waiting.pk).update(reason=reason)
+    shown = page(client_for, scientist, url)
+    for job in Job.objects.visible_to(scientist):
+        key = f"why:{job.pk}"
+        if key in shown:
+            assert shown[key] == " ".join(present(job.reason, scientist).split()), job.name
+    assert shown[f"why:{waiting.pk}"].endswith("it needs 16 GPUs (2 x 8)")

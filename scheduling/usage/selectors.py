@@ -171,6 +171,18 @@ def capacity_by_type(types, resource: str = "acc") -> dict[str, float]:
     return out
 
 
+def utilization_now(*, teams=None, types=None) -> list[dict]:
+    """The cluster's accelerators in use now, per accelerator resource (GPUs apart from Neuron devices): the
+    latest sample, as the usage page's "now" tiles read it, against the installed capacity its charts draw."""
+    out = []
+    for key, label, facet_types in resource_facets(types, "acc"):
+        used = latest_totals(teams=teams, types=facet_types)["used"]
+        capacity = sum(capacity_by_type(facet_types).values())
+        pct = round(100 * used / capacity) if capacity else None
+        out.append({"key": key, "label": label, "used": used, "capacity": capacity, "pct": pct})
+    return out
+
+
 def utilization_by_type(*, window: Window, teams, types, resource: str = "acc") -> dict:
     """Per instance type, the % of its installed capacity in use at each time step (today's capacity)."""
     capacity = capacity_by_type(types, resource)

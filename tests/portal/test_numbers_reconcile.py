@@ -392,3 +392,21 @@ def test_a_jobs_reason_is_shown_whole_with_its_numbers(world, scientist, client_
         if key in shown:
             assert shown[key] == " ".join(present(job.reason, scientist).split()), job.name
     assert shown[f"why:{waiting.pk}"].endswith("it needs 16 GPUs (2 x 8)")
+
+
+def test_manager_home_shows_utilization_now_per_resource(world, manager_user, client_for):
+    """ "Utilization at a glance": accelerators in use now against the installed ones, GPUs apart from Neuron
+    devices, recomputed from the latest sample and the node groups, and equal to the usage page's "now"."""
+    shown = page(client_for, manager_user, "/")
+    usage = page(client_for, manager_user, "/usage/")
+    latest = latest_by_resource(None)
+    for resource in ("gpu", "neuron"):
+        capacity = sum(
+            g.node_count * g.instance_type.accelerators
+            for g in NodeGroup.objects.filter(instance_type__accelerator_resource=resource)
+        )
+        used = latest[resource]["used"]
+        assert number(shown[f"util:{resource}:now"]) == used == number(usage[f"tile:{resource}:now"])
+        assert number(shown[f"util:{resource}:capacity"]) == capacity
+        assert number(shown[f"util:{resource}:pct"]) == round(100 * used / capacity)
+    assert number(shown["util:neuron:now"]) == 8 and number(shown["util:neuron:capacity"]) == 16

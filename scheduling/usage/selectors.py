@@ -112,17 +112,31 @@ def _leaders(window: Window, teams, types, qs, field: str, top: int) -> tuple[li
 
 
 def peak_used(*, window: Window, teams, types, resource: str = "acc", charted: list | None = None) -> float:
-    """The most in use at any one moment of the window: the highest total of a sample (longer ranges chart
-    hourly or daily averages, whose highest is below the busiest sample, and below "now" when now is busiest).
-    Where raw samples are no longer kept, the highest charted average stands in for those older steps."""
+    """The most in use at any one moment of the window: the highest total of a sample. Longer ranges chart
+    hourly or daily averages, whose highest is below the busiest sample (and below "now" when now is busiest).
+
+    Read without scanning every sample of the range: each rollup bucket's peaks, summed, bound what any of its
+    samples can total; only the buckets whose bound beats the best total found so far are read sample by sample,
+    busiest bound first, and the newest bucket always (samples arrive after its last rollup). A bucket whose
+    samples are no longer kept counts its charted average."""
+    best = max([*(charted or []), 0.0])
     if window.step == "raw":  # the chart is the samples: its highest point is the busiest sample
-        return round(max([*(charted or []), 0.0]), 3)
+        return round(best, 3)
     samples = _scoped(UsageSample.objects.filter(at__gte=window.start, at__lt=window.end), teams, types)
-    top = (
-        samples.values("at").annotate(total=Sum(f"used_{resource}")).order_by("-total").values_list("total", flat=True)
-    )
-    highest = top.first() or 0.0
-    return round(max([highest, *(charted or []), 0.0]), 3)
+
+    def busiest(start, end) -> float:
+        totals = samples.filter(at__gte=start, at__lt=end).values("at").annotate(total=Sum(f"used_{resource}"))
+        return totals.order_by("-total").values_list("total", flat=True).first() or 0.0
+
+    rollups, column = _source(window, teams, types)
+    bounds = list(rollups.values(column).annotate(bound=Sum(f"max_used_{resource}")).order_by(f"-{column}"))
+    best = max(best, busiest(bounds[0][column] if bounds else window.start, window.end))
+    length = timedelta(hours=1) if window.step == "hour" else timedelta(hours=25)  # a local day: 23 to 25 hours
+    for row in sorted(bounds[1:], key=lambda r: -r["bound"]):
+        if row["bound"] <= best + 1e-9:
+            break
+        best = max(best, busiest(row[column], row[column] + length))
+    return round(best, 3)
 
 
 MEASURES = ("used", "borrowed", "lent", "pending", "quota", "fair_share")

@@ -322,19 +322,38 @@ def test_job_borrowing_badges_add_up_to_what_each_team_borrows_now(world, manage
     assert jobs[f"job:{a_gpu.pk}:borrows"] == "borrows 2 of 4 GPU"
 
 
-@pytest.mark.parametrize("team", [None, "team-a"])
-def test_usage_peak_is_the_busiest_sample_never_below_now(world, manager_user, team_a, p5, client_for, team):
-    """The 7-day tiles: the peak is the highest per-tick total of the samples in the range, recomputed from
-    them; so it is never below "now" (the latest sample) nor below any hourly average the chart shows."""
-    # the hour of now averaged with an idle half of it, and a busier moment two days ago whose hour is not rolled up
+@pytest.mark.parametrize("team, span", [(None, "7d"), ("team-a", "7d"), (None, "30d"), ("team-a", "30d")])
+def test_usage_peak_is_the_busiest_sample_never_below_now(world, manager_user, team_a, p5, client_for, team, span):
+    """The 7- and 30-day tiles (hourly and daily averages charted): the peak is the highest per-tick total of
+    the samples in the range, recomputed from them; so it is never below "now" (the latest sample) nor below
+    any average the chart shows."""
+    # the hour of now averaged with an idle half of it, and a busier moment two days ago in an hour averaging 10
     UsageRollup.objects.filter(granularity=Granularity.HOUR).update(used_acc=F("used_acc") / 2)
-    UsageSample.objects.create(at=world["now"] - timedelta(days=2), team=team_a, instance_type=p5, used_acc=20)
-    url = f"/usage/teams/{team}/?range=7d" if team else "/usage/?range=7d"
+    busy = world["now"] - timedelta(days=2)
+    UsageSample.objects.create(at=busy, team=team_a, instance_type=p5, used_acc=20)
+    UsageSample.objects.create(at=busy + timedelta(minutes=1), team=team_a, instance_type=p5, used_acc=0)
+    UsageRollup.objects.create(
+        granularity=Granularity.HOUR,
+        bucket=busy.replace(minute=0, second=0, microsecond=0),
+        team=team_a,
+        instance_type=p5,
+        used_acc=10,
+        max_used_acc=20,
+    )
+    UsageRollup.objects.create(
+        granularity=Granularity.DAY,
+        bucket=timezone.localtime(busy).replace(hour=0, minute=0, second=0, microsecond=0),
+        team=team_a,
+        instance_type=p5,
+        used_acc=1,
+        max_used_acc=20,
+    )
+    url = f"/usage/teams/{team}/?range={span}" if team else f"/usage/?range={span}"
     response = client_for(manager_user).get(url)
     shown, html = figures(response.content), response.content.decode()
     for resource in ("gpu", "neuron"):
         samples = UsageSample.objects.filter(
-            at__gte=world["now"] - timedelta(days=7), instance_type__accelerator_resource=resource
+            at__gte=world["now"] - timedelta(days=int(span[:-1])), instance_type__accelerator_resource=resource
         )
         if team:
             samples = samples.filter(team__name=team)

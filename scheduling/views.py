@@ -35,7 +35,7 @@ CSV_COLUMNS = [
     ("memory_gib_per_pod", lambda j: j.memory_gib),
     ("pods", lambda j: j.pods),
     ("priority_class", lambda j: j.priority_class.name if j.priority_class_id else ""),
-    ("borrowed", lambda j: j.borrowed),
+    ("admitted_on_borrowed_quota", lambda j: j.borrowed),  # how it was admitted, not what it borrows now
     ("preemptions", lambda j: j.preemption_count),
     ("submitted_at", lambda j: j.submitted_at.isoformat()),
     ("admitted_at", lambda j: j.admitted_at.isoformat() if j.admitted_at else ""),

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from quotas.models import InstanceType, NodeGroup, Team, User
 from scheduling.models import AdmissionRun, Job, JobEvent, JobState
+from scheduling.usage.selectors import utilization_now
 
 
 def cluster_capacity():
@@ -73,6 +74,7 @@ def admin_home():
 
 def manager_home():
     return {
+        "utilization": utilization_now(),
         "capacity": cluster_capacity(),
         # distinct: two joins in one query multiply each other (members x jobs) without it
         "teams": Team.objects.annotate(

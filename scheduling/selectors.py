@@ -9,8 +9,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from quotas.models import ClusterPolicy
+from quotas.selectors import RESOURCE_LABELS
 from scheduling import engine, published
-from scheduling.models import QUEUED_STATES, AdmissionRun, Job
+from scheduling.models import ACTIVE_STATES, QUEUED_STATES, AdmissionRun, Job
 from scheduling.snapshot import build_snapshot, expected_runtime_s
 from scheduling.status import page_team_statuses
 
@@ -241,3 +242,54 @@ def admission_run_summary(last: int = 1000) -> dict:
         "failed": sum(1 for _, error in rows if error),
         "p95": durations[int(0.95 * (len(durations) - 1))] if durations else None,
     }
+
+
+@dataclass
+class Borrowing:
+    """What one running job borrows now, of its whole size, in the unit of its instance type's resource."""
+
+    amount: float
+    size: float
+    unit: str
+
+
+def borrowing_now(team_names) -> dict[int, Borrowing]:
+    """What the running jobs of the named teams borrow now, by job id (jobs that borrow nothing are absent).
+
+    A team borrows per instance type (its standing, as the team list shows it: usage beyond its quota there);
+    which of its jobs that is, is this one rule: the most recently admitted first, the work the cluster takes
+    back first. So a team's badges add up to what it borrows, and a job admitted on borrowed quota whose team
+    is back within its quota borrows nothing now (Job.borrowed only says how the job was admitted)."""
+    standings = page_team_statuses(sorted(set(team_names)))
+    left = {
+        (team, it_name): dict(resources)
+        for team, standing in standings.items()
+        for it_name, resources in (standing.borrowed or {}).items()
+    }
+    if not left:
+        return {}
+    out: dict[int, Borrowing] = {}
+    running = (
+        Job.objects.filter(team__name__in=list(standings), state__in=ACTIVE_STATES)
+        .exclude(assigned_instance_type=None)
+        .order_by("-admitted_at", "-pk")
+        .values_list(
+            "pk",
+            "team__name",
+            "assigned_instance_type__name",
+            "assigned_instance_type__accelerator_resource",
+            "accelerators",
+            "vcpus",
+            "pods",
+        )
+    )
+    for pk, team, it_name, resource, accelerators, vcpus, pods in running:
+        borrowed = left.get((team, it_name))
+        if not borrowed:
+            continue
+        resource, size = (resource, accelerators * pods) if resource and accelerators else ("cpu", vcpus * pods)
+        amount = min(borrowed.get(resource, 0.0), size)
+        if amount > 1e-9:
+            borrowed[resource] -= amount
+            out[pk] = Borrowing(amount=amount, size=size, unit=RESOURCE_LABELS[resource])
+    return out

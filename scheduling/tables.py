@@ -19,7 +19,7 @@ class JobTable(PortalTable):
     user = tables.Column(accessor="submitted_by__username", verbose_name="User")
     state = tables.TemplateColumn(template_name="scheduling/cells/job_state.html")
     reason = tables.TemplateColumn(
-        "{% load jobs_extras %}{{ record.reason|for_reader:request.user|truncatechars:110 }}",
+        template_name="scheduling/cells/job_reason.html",
         verbose_name="Why",
         orderable=False,
         attrs={"td": {"class": "why"}},

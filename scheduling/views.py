@@ -17,6 +17,7 @@ from quotas.models import Team
 from scheduling import selectors, services
 from scheduling.filters import JobFilter
 from scheduling.forms import JobForm, format_duration
+from scheduling.models import ACTIVE_STATES
 from scheduling.reasons import ReasonPresenter
 from scheduling.tables import AdmissionRunTable, JobTable, configure
 
@@ -34,7 +35,7 @@ CSV_COLUMNS = [
     ("memory_gib_per_pod", lambda j: j.memory_gib),
     ("pods", lambda j: j.pods),
     ("priority_class", lambda j: j.priority_class.name if j.priority_class_id else ""),
-    ("borrowed", lambda j: j.borrowed),
+    ("admitted_on_borrowed_quota", lambda j: j.borrowed),  # how it was admitted, not what it borrows now
     ("preemptions", lambda j: j.preemption_count),
     ("submitted_at", lambda j: j.submitted_at.isoformat()),
     ("admitted_at", lambda j: j.admitted_at.isoformat() if j.admitted_at else ""),
@@ -60,6 +61,10 @@ def job_list(request):
     if request.GET.get("export") == "csv":
         return _csv(jobs.qs, request.user)
     table = configure(request, JobTable(jobs.qs if jobs.is_valid() else jobs.queryset.none()))
+    shown = [row.record for row in table.page.object_list] if hasattr(table, "page") else []
+    borrowing = selectors.borrowing_now({job.team.name for job in shown if job.state in ACTIVE_STATES})
+    for job in shown:
+        job.borrowing_now = borrowing.get(job.pk)
     query = request.GET.copy()
     query.pop("page", None)
     context = {"filter": jobs, "table": table, "query": query.urlencode()}

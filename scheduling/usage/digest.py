@@ -116,8 +116,8 @@ def digest_build(*, user, frequency: str, now: datetime | None = None) -> Digest
     lines += [f"GPU and Neuron usage against quota for {names}, the {period} to {until}:", ""]
     for t in totals:
         shown = t["shown"]
-        line = f"- {t['team']}: {shown['used']:g} {t['unit']}, {shown['within']:g} from its quota, "
-        line += f"{shown['borrowed']:g} borrowed"
+        line = f"- {t['team']}: {shown['used']} {t['unit']}, {shown['within']} from its quota, "
+        line += f"{shown['borrowed']} borrowed"
         if t["utilization_pct"] is not None:
             line += f"; {t['utilization_pct']:g} % of its quota used, {t['idle']:.0f} quota hours idle"
         line += f"; {t['jobs']} jobs started, {t['preemptions']} preemptions."

@@ -31,7 +31,7 @@ def scope_of(teams) -> str:
 def figure_key(*, kind: str, scope: str, window: Window, resource: str, instance_type=None) -> str:
     parts = [kind, scope, window.preset, window.start.isoformat(), window.end.isoformat(), resource,
              instance_type.pk if instance_type else ""]  # fmt: skip
-    return "usage-figures:v2:" + ":".join(str(p) for p in parts)
+    return "usage-figures:v3:" + ":".join(str(p) for p in parts)
 
 
 def _has_data(series: dict, latest: dict) -> bool:
@@ -51,7 +51,10 @@ def build(*, window: Window, teams, types, resource: str, team: Team | None = No
             totals, by_team = selectors.usage_overview(window=window, teams=teams, types=facet_types, resource=resource)
             capacity = sum(selectors.capacity_by_type(facet_types, resource).values())
             usage = charts.teams_stack_figure(by_team, unit_label=label, capacity=capacity, borrowed=totals)
-        facets.append({"key": key, "label": label, "totals": totals, "latest": latest, "usage": usage})
+        peak = selectors.peak_used(
+            window=window, teams=teams, types=facet_types, resource=resource, charted=[*totals["used"], latest["used"]]
+        )
+        facets.append({"key": key, "label": label, "totals": totals, "latest": latest, "peak": peak, "usage": usage})
     shown = [f for f in facets if _has_data(f["totals"], f["latest"])] or facets[:1]
     waits = selectors.wait_times(window=window, teams=teams, types=types)
     if utilization:
@@ -77,7 +80,8 @@ def build(*, window: Window, teams, types, resource: str, team: Team | None = No
 
 
 def _tiles(facet: dict) -> dict:
-    """The figures beside one facet's chart: now (the latest sample), and average and peak over the range."""
+    """The figures beside one facet's chart: now (the latest sample), the average of the charted steps, and the
+    peak: the busiest sample of the range (never below now, nor below a charted average)."""
     used, latest = facet["totals"]["used"], facet["latest"]
     return {
         "now": latest["used"],
@@ -86,7 +90,7 @@ def _tiles(facet: dict) -> dict:
         "borrowed_now": latest["borrowed"],
         "lent_now": latest["lent"],
         "pending_now": latest["pending"],
-        "peak": max(used, default=0),
+        "peak": facet["peak"],
         "average": round(sum(used) / len(used), 1) if used else 0,
     }
 

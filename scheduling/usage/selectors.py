@@ -111,6 +111,34 @@ def _leaders(window: Window, teams, types, qs, field: str, top: int) -> tuple[li
     return [r["team_id"] for r in ranked[:top]], len(ranked) > top
 
 
+def peak_used(*, window: Window, teams, types, resource: str = "acc", charted: list | None = None) -> float:
+    """The most in use at any one moment of the window: the highest total of a sample. Longer ranges chart
+    hourly or daily averages, whose highest is below the busiest sample (and below "now" when now is busiest).
+
+    Read without scanning every sample of the range: each rollup bucket's peaks, summed, bound what any of its
+    samples can total; only the buckets whose bound beats the best total found so far are read sample by sample,
+    busiest bound first, and the newest bucket always (samples arrive after its last rollup). A bucket whose
+    samples are no longer kept counts its charted average."""
+    best = max([*(charted or []), 0.0])
+    if window.step == "raw":  # the chart is the samples: its highest point is the busiest sample
+        return round(best, 3)
+    samples = _scoped(UsageSample.objects.filter(at__gte=window.start, at__lt=window.end), teams, types)
+
+    def busiest(start, end) -> float:
+        totals = samples.filter(at__gte=start, at__lt=end).values("at").annotate(total=Sum(f"used_{resource}"))
+        return totals.order_by("-total").values_list("total", flat=True).first() or 0.0
+
+    rollups, column = _source(window, teams, types)
+    bounds = list(rollups.values(column).annotate(bound=Sum(f"max_used_{resource}")).order_by(f"-{column}"))
+    best = max(best, busiest(bounds[0][column] if bounds else window.start, window.end))
+    length = timedelta(hours=1) if window.step == "hour" else timedelta(hours=25)  # a local day: 23 to 25 hours
+    for row in sorted(bounds[1:], key=lambda r: -r["bound"]):
+        if row["bound"] <= best + 1e-9:
+            break
+        best = max(best, busiest(row[column], row[column] + length))
+    return round(best, 3)
+
+
 MEASURES = ("used", "borrowed", "lent", "pending", "quota", "fair_share")
 
 
@@ -154,6 +182,18 @@ def capacity_by_type(types, resource: str = "acc") -> dict[str, float]:
     for it in types.annotate(nodes=Sum("node_groups__node_count")):
         per_node = {"acc": it.accelerators, "cpu": it.vcpus, "mem": it.memory_gib}[resource]
         out[it.name] = (it.nodes or 0) * per_node
+    return out
+
+
+def utilization_now(*, teams=None, types=None) -> list[dict]:
+    """The cluster's accelerators in use now, per accelerator resource (GPUs apart from Neuron devices): the
+    latest sample, as the usage page's "now" tiles read it, against the installed capacity its charts draw."""
+    out = []
+    for key, label, facet_types in resource_facets(types, "acc"):
+        used = latest_totals(teams=teams, types=facet_types)["used"]
+        capacity = sum(capacity_by_type(facet_types).values())
+        pct = round(100 * used / capacity) if capacity else None
+        out.append({"key": key, "label": label, "used": used, "capacity": capacity, "pct": pct})
     return out
 
 
@@ -352,6 +392,21 @@ def usage_summary_in_parts(*, window: Window, teams, types, days: int = 7):
         start = stop
 
 
+def hours_text(value: float) -> str:
+    """An hours figure as the reports print it: one decimal, none when it is a whole number ("30", "4.4")."""
+    text = f"{value:.1f}".removesuffix(".0")
+    return "0" if text == "-0" else text
+
+
+def hours_shown(*, used: float, borrowed: float) -> dict[str, str]:
+    """A team's hours as its story and the table beside it both print them: rounded once, the part within
+    quota derived from the rounded whole, so "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed
+    and the table says the same figures."""
+    shown_used, shown_borrowed = round(used, 1), round(borrowed, 1)
+    shown_within = round(shown_used - shown_borrowed, 1)
+    return {"used": hours_text(shown_used), "within": hours_text(shown_within), "borrowed": hours_text(shown_borrowed)}
+
+
 def team_totals(summary_rows: list[dict]) -> list[dict]:
     """Roll summary rows up per team and accelerator resource (GPU-hours apart from Neuron device-hours), for
     the one-line story a manager reads first. Instance types without accelerators add a row only where jobs ran
@@ -382,10 +437,7 @@ def team_totals(summary_rows: list[dict]) -> list[dict]:
         t["preemptions"] += r["preemptions"]
     for t in teams.values():
         t["utilization_pct"] = round(100 * t["within"] / t["quota"], 1) if t["quota"] else None
-        # What the sentence shows: rounded once, and the parts derived from the rounded whole so that
-        # "used 4.4: 0.6 from its quota, 3.8 borrowed" adds up as printed.
-        t["shown"] = {"used": round(t["used"], 1), "borrowed": round(t["borrowed"], 1)}
-        t["shown"]["within"] = round(t["shown"]["used"] - t["shown"]["borrowed"], 1)
+        t["shown"] = hours_shown(used=t["used"], borrowed=t["borrowed"])
     kept = [t for t in teams.values() if t["resource"] or t["jobs"] or t["preemptions"]]
     return sorted(kept, key=lambda t: (-t["used"], t["team"], t["resource"]))
 

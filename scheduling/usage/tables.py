@@ -112,6 +112,15 @@ class Figure(tables.Column):
         return text
 
 
+class ShownHours(Figure):
+    """A team's hours as its story prints them (selectors.hours_shown): the table and the sentence beside it
+    show one rounded figure."""
+
+    def render(self, value, record):
+        key = f"{record['team']}:{record['resource']}:{self.figure}"
+        return format_html('<span data-n="{}">{}</span>', key, record["shown"][self.figure])
+
+
 class TopJobsTable(PortalTable):
     """The jobs that used the most accelerator-hours in the range (rows from top_jobs.top_jobs, sorted here)."""
 
@@ -149,9 +158,9 @@ class TeamTotalsTable(PortalTable):
     noun = "teams"
     team = tables.Column()
     unit = tables.Column(verbose_name="Unit", order_by=("resource",))
-    used = Figure(verbose_name="Hours used", figure="used")
-    within = Figure(verbose_name="Within quota", figure="within")
-    borrowed = Figure(verbose_name="Borrowed", figure="borrowed")
+    used = ShownHours(verbose_name="Hours used", figure="used")
+    within = ShownHours(verbose_name="Within quota", figure="within")
+    borrowed = ShownHours(verbose_name="Borrowed", figure="borrowed")
     quota = Figure(verbose_name="Quota hours", figure="quota")
     utilization_pct = Figure(verbose_name="Quota used")
     idle = Figure(verbose_name="Idle quota hours")

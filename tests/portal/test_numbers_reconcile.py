@@ -277,3 +277,155 @@ def test_an_instance_type_without_accelerators_says_so_once(world, scientist, cl
     InstanceType.objects.create(name="ml.c5.2xlarge", family="c5", accelerators=0, vcpus=8, memory_gib=16)
     html = client_for(scientist).get("/jobs/submit/").content.decode()
     assert "ml.c5.2xlarge · no accelerators, 8 vCPUs" in html and "0 no accelerators" not in html
+
+
+def borrowed_by_team() -> dict[str, dict[str, float]]:
+    """What each team borrows now per resource, from the database: its running accelerators beyond its
+    allocation, per instance type."""
+    held: dict[tuple, float] = defaultdict(float)
+    for job in Job.objects.filter(state__in=(JobState.ADMITTED, JobState.RUNNING)).select_related(
+        "team", "assigned_instance_type"
+    ):
+        held[job.team.name, job.assigned_instance_type] += job.accelerators * job.pods
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for (team, it), used in held.items():
+        alloc = ComputeAllocation.objects.filter(team__name=team, instance_type=it).first()
+        out[team][it.accelerator_resource] += max(0, used - ((alloc and alloc.accelerators) or 0))
+    return out
+
+
+def test_job_borrowing_badges_add_up_to_what_each_team_borrows_now(world, manager_user, team_a, p5, client_for):
+    """A job admitted on borrowed quota whose team has since got quota borrows nothing now; a job admitted
+    within quota borrows once its team's quota shrinks below what it runs. The job list's badges, summed per
+    team, are the team list's borrowed figure and the database's."""
+    team_c = world["team_c"]
+    assert Job.objects.get(name="c-borrow").borrowed and not Job.objects.get(name="a-gpu").borrowed
+    ComputeAllocation.objects.create(team=team_c, instance_type=p5, accelerators=2)
+    ComputeAllocation.objects.filter(team=team_a, instance_type=p5).update(accelerators=2)
+    jobs = page(client_for, manager_user, "/jobs/?mine=false")
+    teams = page(client_for, manager_user, "/teams/")
+    badges: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    labels = {"gpu": "GPU", "neuron": "Neuron"}
+    for job in Job.objects.select_related("team", "assigned_instance_type"):
+        key = f"job:{job.pk}:borrows"
+        if key in jobs:
+            assert job.state in (JobState.ADMITTED, JobState.RUNNING)
+            badges[job.team.name][job.assigned_instance_type.accelerator_resource] += number(jobs[key])
+    borrowed = borrowed_by_team()
+    for team in Team.objects.all():
+        expect = {r: v for r, v in borrowed[team.name].items() if v}
+        assert {r: v for r, v in badges[team.name].items()} == expect, team.name
+        if expect:
+            assert amounts(teams[f"{team.name}:borrowed"]) == {labels[r]: v for r, v in expect.items()}
+    assert badges["team-a"] == {"gpu": 2} and not badges["team-c"]
+    a_gpu = Job.objects.get(name="a-gpu")
+    assert jobs[f"job:{a_gpu.pk}:borrows"] == "borrows 2 of 4 GPU"
+
+
+@pytest.mark.parametrize("team, span", [(None, "7d"), ("team-a", "7d"), (None, "30d"), ("team-a", "30d")])
+def test_usage_peak_is_the_busiest_sample_never_below_now(world, manager_user, team_a, p5, client_for, team, span):
+    """The 7- and 30-day tiles (hourly and daily averages charted): the peak is the highest per-tick total of
+    the samples in the range, recomputed from them; so it is never below "now" (the latest sample) nor below
+    any average the chart shows."""
+    # the hour of now averaged with an idle half of it, and a busier moment two days ago in an hour averaging 10
+    UsageRollup.objects.filter(granularity=Granularity.HOUR).update(used_acc=F("used_acc") / 2)
+    busy = world["now"] - timedelta(days=2)
+    UsageSample.objects.create(at=busy, team=team_a, instance_type=p5, used_acc=20)
+    UsageSample.objects.create(at=busy + timedelta(minutes=1), team=team_a, instance_type=p5, used_acc=0)
+    UsageRollup.objects.create(
+        granularity=Granularity.HOUR,
+        bucket=busy.replace(minute=0, second=0, microsecond=0),
+        team=team_a,
+        instance_type=p5,
+        used_acc=10,
+        max_used_acc=20,
+    )
+    UsageRollup.objects.create(
+        granularity=Granularity.DAY,
+        bucket=timezone.localtime(busy).replace(hour=0, minute=0, second=0, microsecond=0),
+        team=team_a,
+        instance_type=p5,
+        used_acc=1,
+        max_used_acc=20,
+    )
+    url = f"/usage/teams/{team}/?range={span}" if team else f"/usage/?range={span}"
+    response = client_for(manager_user).get(url)
+    shown, html = figures(response.content), response.content.decode()
+    for resource in ("gpu", "neuron"):
+        samples = UsageSample.objects.filter(
+            at__gte=world["now"] - timedelta(days=int(span[:-1])), instance_type__accelerator_resource=resource
+        )
+        if team:
+            samples = samples.filter(team__name=team)
+        ticks = defaultdict(float)
+        for at, used in samples.values_list("at", "used_acc"):
+            ticks[at] += used
+        peak, now = number(shown[f"tile:{resource}:peak"]), number(shown[f"tile:{resource}:now"])
+        assert peak == pytest.approx(max(ticks.values()), abs=0.05), resource
+        assert peak >= now
+        fig = embedded_figure(html, f"fig-usage-{resource}")
+        traces = [t for t in fig["data"] if t["name"] not in ("installed capacity", "quota", "lent to others")]
+        traces = [t for t in traces if t["name"] != "borrowed (all teams)"]
+        if team:
+            charted = [w + b for w, b in zip(traces[0]["y"], traces[1]["y"], strict=True)]
+        else:
+            charted = [sum(values) for values in zip(*(t["y"] for t in traces), strict=True)]
+        assert all(peak >= v - 1e-9 for v in charted)
+    assert number(shown["tile:gpu:peak"]) == 20  # the moment two days ago, not the halved hour of now
+
+
+def test_report_story_and_team_table_print_the_same_rounded_hours(world, manager_user, team_b, p5, client_for):
+    """team-b used 1.04 GPU-hours, 0.06 borrowed: the story and the table beside it print one figure each
+    (1, 0.9 from its quota, 0.1 borrowed), which adds up as printed and matches the daily rollups."""
+    days = UsageRollup.objects.filter(granularity=Granularity.DAY, team=team_b, instance_type=p5)
+    keep = days.order_by("bucket").last()
+    days.exclude(pk=keep.pk).delete()
+    days.update(acc_hours=1.04, borrowed_acc_hours=0.06, quota_acc_hours=10)
+    shown = page(client_for, manager_user, "/reports/?range=7d")
+    for k in ("used", "within", "borrowed"):
+        assert shown[f"team-b:gpu:story:{k}"] == shown[f"team-b:gpu:{k}"], k
+    assert number(shown["team-b:gpu:used"]) == pytest.approx(1.04, abs=0.05)
+    assert number(shown["team-b:gpu:borrowed"]) == pytest.approx(0.06, abs=0.05)
+    assert number(shown["team-b:gpu:within"]) + number(shown["team-b:gpu:borrowed"]) == number(shown["team-b:gpu:used"])
+    for team in ("team-a", "team-c"):  # every team's story and table row agree
+        for k in ("used", "within", "borrowed"):
+            if f"{team}:gpu:story:{k}" in shown:
+                assert shown[f"{team}:gpu:story:{k}"] == shown[f"{team}:gpu:{k}"], (team, k)
+
+
+@pytest.mark.parametrize("url", ["/", "/jobs/?mine=false"])
+def test_a_jobs_reason_is_shown_whole_with_its_numbers(world, scientist, client_for, url):
+    """The "Why" column, on a scientist's home page and in the job list, says the whole reason as the reader
+    may read it (the numbers come last and were cut off), equal to the job's reason in the database."""
+    from scheduling.reasons import present
+
+    waiting = Job.objects.get(name="a-big")
+    reason = (
+        "Waiting: team-a uses 12 of its 8-GPU quota on ml.p5.48xlarge and cohort default has 0 idle GPUs "
+        "to lend; it needs 16 GPUs (2 x 8)"
+    )
+    Job.objects.filter(pk=waiting.pk).update(reason=reason)
+    shown = page(client_for, scientist, url)
+    for job in Job.objects.visible_to(scientist):
+        key = f"why:{job.pk}"
+        if key in shown:
+            assert shown[key] == " ".join(present(job.reason, scientist).split()), job.name
+    assert shown[f"why:{waiting.pk}"].endswith("it needs 16 GPUs (2 x 8)")
+
+
+def test_manager_home_shows_utilization_now_per_resource(world, manager_user, client_for):
+    """ "Utilization at a glance": accelerators in use now against the installed ones, GPUs apart from Neuron
+    devices, recomputed from the latest sample and the node groups, and equal to the usage page's "now"."""
+    shown = page(client_for, manager_user, "/")
+    usage = page(client_for, manager_user, "/usage/")
+    latest = latest_by_resource(None)
+    for resource in ("gpu", "neuron"):
+        capacity = sum(
+            g.node_count * g.instance_type.accelerators
+            for g in NodeGroup.objects.filter(instance_type__accelerator_resource=resource)
+        )
+        used = latest[resource]["used"]
+        assert number(shown[f"util:{resource}:now"]) == used == number(usage[f"tile:{resource}:now"])
+        assert number(shown[f"util:{resource}:capacity"]) == capacity
+        assert number(shown[f"util:{resource}:pct"]) == round(100 * used / capacity)
+    assert number(shown["util:neuron:now"]) == 8 and number(shown["util:neuron:capacity"]) == 16

@@ -21,6 +21,7 @@ from .quota import EPS, FITS, INF, QuotaBook, TeamBook
 from .reservations import Extra, Plan, Planner, Timeline, end_of, planning_key
 
 MAX_PLAIN_PASSES = 4  # after a settle that needed protection from wasted evictions (see settle)
+MAX_RUNNING_CHANGES = 4096  # starts and stops kept for the planner's list of ends, per instance type and scope
 MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
@@ -85,6 +86,7 @@ class Scheduler:
         self._fair_cache: dict[object, tuple[int, dict]] = {}
         self.now = 0.0
         self.running_version: dict[tuple, int] = {}  # (flavor, group or None where shared) -> changes
+        self.running_changes: dict[tuple, list | None] = {}  # the same key -> work started or stopped since read
         self.planner = Planner(self)
         # Plans are kept per scope: a cohort where no flavor is shared across cohorts (no nodes, no capacity
         # limit, nothing uncovered) plans alone; otherwise the whole cluster is one scope.
@@ -165,7 +167,7 @@ class Scheduler:
         if nodes is not None:
             self.pools[flavor].take(nodes, job.per_pod, job.nz)
         team.running[flavor][job] = None
-        self._running_changed(team, flavor)
+        self._running_changed(team, flavor, job)
         self._state_changed(team)
         job.state, job.flavor, job.nodes = RUNNING, flavor, nodes
         job.admitted_at = self.now
@@ -183,7 +185,7 @@ class Scheduler:
         if job.nodes is not None:
             self.pools[flavor].release(job.nodes, job.per_pod, job.nz)
         del team.running[flavor][job]
-        self._running_changed(team, flavor)
+        self._running_changed(team, flavor, job)
         if not as_planned:
             self._state_changed(team)
         self.changes += 1
@@ -379,9 +381,14 @@ class Scheduler:
 
     # ----- reservations ---------------------------------------------------------------------------------
 
-    def _running_changed(self, team: TeamState, flavor: int) -> None:
+    def _running_changed(self, team: TeamState, flavor: int, job: Job) -> None:
         key = (flavor, None if self.shared_flavor[flavor] else team.group)
         self.running_version[key] = self.running_version.get(key, 0) + 1
+        changes = self.running_changes.setdefault(key, [])
+        if changes is not None:  # None: too many to follow, the planner lists the ends afresh when it reads them
+            changes.append(job)
+            if len(changes) > MAX_RUNNING_CHANGES:
+                self.running_changes[key] = None
 
     def scope(self, team: TeamState):
         return None if self.any_shared else team.group

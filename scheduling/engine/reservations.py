@@ -16,6 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from typing import TYPE_CHECKING
 
+from .queues import RUNNING
 from .quota import EPS, FITS, INF
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class Planner:
     def __init__(self, s: Scheduler):
         self.s = s
         self._releases: dict[tuple, tuple[int, list]] = {}
+        self._base: dict[tuple, tuple[list, dict]] = {}  # key -> (unclamped end events sorted, job -> its event)
 
     # ----- the plan -------------------------------------------------------------------------------------
 
@@ -160,7 +162,10 @@ class Planner:
     def releases(self, f: int, group) -> list:
         """Events (end, RELEASE, seq, job, nodes) of running work on `f` whose end is known, sorted; on a flavor
         no cohort shares with another (no nodes, no capacity limit, nothing uncovered), only the group's own
-        work counts. Work past its expected end is supposed to end now."""
+        work counts. Work past its expected end is supposed to end now.
+
+        The ends are kept sorted as work starts and stops (the scheduler lists what changed), not sorted
+        afresh after every admission; only the overdue ones, clamped to now, are ordered again."""
         s = self.s
         shared = s.shared_flavor[f]
         key = (f, None if shared else group)
@@ -168,13 +173,28 @@ class Planner:
         cached = self._releases.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
-        teams = s.teams if shared else [t for t in s.teams if t.group == group]
-        out = sorted(
-            (max(job.admitted_at + job.duration, s.now), RELEASE, job.seq, job, job.nodes)
-            for team in teams
-            for job in team.running[f]
-            if job.duration is not None and job.admitted_at is not None
-        )
+        base = self._base.get(key)
+        changed = s.running_changes.pop(key, ())
+        if base is None or changed is None:
+            teams = s.teams if shared else [t for t in s.teams if t.group == group]
+            entries = {job: _end_event(job) for team in teams for job in team.running[f] if _ends(job)}
+            base = self._base[key] = (sorted(entries.values(), key=_order), entries)
+        else:
+            events, entries = base
+            for job in dict.fromkeys(changed):
+                old = entries.pop(job, None)
+                if old is not None:
+                    del events[bisect_left(events, old[:3], key=_order)]
+                if job.state == RUNNING and job.flavor == f and _ends(job) and (shared or job.team.group == group):
+                    entries[job] = event = _end_event(job)
+                    insort(events, event, key=_order)
+        events = base[0]
+        now = s.now
+        due = bisect_right(events, (now, RELEASE, float("inf")), key=_order)
+        if due:
+            out = sorted(((now, RELEASE, e[2], e[3], e[4]) for e in events[:due]), key=_order) + events[due:]
+        else:
+            out = list(events)
         self._releases[key] = (version, out)
         return out
 
@@ -304,6 +324,14 @@ class Planner:
         extra = {node: [lo - st for lo, st in zip(lowest[node], at_start[node], strict=True)] for node in lowest}
         nodes = pool.place(job.per_pod, job.nz, job.pods, extra)
         return None if nodes is None else (nodes, True)
+
+
+def _ends(job: Job) -> bool:
+    return job.duration is not None and job.admitted_at is not None
+
+
+def _end_event(job: Job) -> tuple:
+    return (job.admitted_at + job.duration, RELEASE, job.seq, job, job.nodes)
 
 
 def _same_hold(a: Hold | None, b: Hold | None) -> bool:

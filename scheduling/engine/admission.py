@@ -240,8 +240,9 @@ class Scheduler:
         while True:  # a retry protects or defers more work, or spends one of the few plain passes: this ends
             mark = len(self.log)
             self._settle_once(mark)
-            wasted = self._wasted(start) - self.protected
-            undone = self._admitted_then_evicted(start) - self.deferred
+            readmitted, undone = self._waste(start)
+            wasted = readmitted - self.protected
+            undone -= self.deferred
             if wasted or undone:
                 self._undo(start)
                 protected |= wasted
@@ -260,26 +261,22 @@ class Scheduler:
                 break
         self.protected, self.deferred = set(), set()
 
-    def _wasted(self, start: int) -> set[Job]:
-        """Workloads evicted and then admitted again within this settle."""
-        evicted, wasted = set(), set()
+    def _waste(self, start: int) -> tuple[set[Job], set[Job]]:
+        """What this settle did for nothing: workloads evicted and then admitted again (their eviction would be
+        wasted: they are protected on the retry), and workloads admitted and then evicted (they would start
+        only to be stopped: they are deferred on the retry, and their evictor takes the room directly)."""
+        admitted, evicted, readmitted, undone = set(), set(), set(), set()
         for entry in self.log[start:]:
-            if entry[0] == "preempted":
-                evicted.add(entry[1])
-            elif entry[1] in evicted:
-                wasted.add(entry[1])
-        return wasted
-
-    def _admitted_then_evicted(self, start: int) -> set[Job]:
-        """Workloads admitted and then evicted within this settle: they would start only to be stopped, so
-        the settle is made again without admitting them, and their evictor takes the room directly."""
-        admitted, undone = set(), set()
-        for entry in self.log[start:]:
+            job = entry[1]
             if entry[0] == "admitted":
-                admitted.add(entry[1])
-            elif entry[1] in admitted:
-                undone.add(entry[1])
-        return undone
+                admitted.add(job)
+                if job in evicted:
+                    readmitted.add(job)
+            else:
+                evicted.add(job)
+                if job in admitted:
+                    undone.add(job)
+        return readmitted, undone
 
     def _undo(self, start: int) -> None:
         """Take back what the log records since `start`, newest first, restoring the exact earlier state."""
@@ -381,8 +378,13 @@ class Scheduler:
 
     # ----- reservations ---------------------------------------------------------------------------------
 
+    def ends_key(self, flavor: int, group) -> tuple:
+        """Whose running work's ends a plan on `flavor` counts: everyone's where the flavor is shared across
+        cohorts, else only the group's own (the key of running_version and running_changes)."""
+        return (flavor, None if self.shared_flavor[flavor] else group)
+
     def _running_changed(self, team: TeamState, flavor: int, job: Job) -> None:
-        key = (flavor, None if self.shared_flavor[flavor] else team.group)
+        key = self.ends_key(flavor, team.group)
         self.running_version[key] = self.running_version.get(key, 0) + 1
         changes = self.running_changes.setdefault(key, [])
         if changes is not None:  # None: too many to follow, the planner lists the ends afresh when it reads them

@@ -53,14 +53,10 @@ def plans(s: Scheduler, estimate=()) -> dict[str, Plan]:
     return out
 
 
-def estimated_start(s: Scheduler, job: Job, team_queue: list[Job]) -> tuple[float | None, str | None]:
-    """When `job` could start if every head held its reservation and the workloads ahead of it in its
-    team's queue started one after the other as early as the plan allows (None: no finite start known)."""
-    return estimated_starts(s, [job], team_queue)[job]
-
-
 def estimated_starts(s: Scheduler, jobs: list[Job], team_queue: list[Job]) -> dict[Job, tuple]:
-    """`estimated_start` for several workloads of one team's queue with one plan: the planner places
+    """When each of `jobs` (waiting workloads of one team, not its head) could start if every head held its
+    reservation and the workloads ahead of it in its team's queue started one after the other as early as
+    the plan allows ((None, None): no finite start known). One plan serves them all: the planner places
     workloads strictly in the order given, so the plan of the queue up to the last one asked about holds
     each of them exactly where the plan up to that one alone would."""
     place = {job: team_queue.index(job) for job in jobs}

@@ -121,11 +121,10 @@ class Planner:
                         return Plan(heads[: k + 1], holds)
                     continue
                 for f in s.flavors_for(head):
-                    group = head.team.group
-                    key = (f, None if s.shared_flavor[f] else group)
+                    key = s.ends_key(f, head.team.group)
                     applied = overdue.get(key)
                     if applied is None:
-                        applied = overdue[key] = self._apply_overdue(f, group, held)
+                        applied = overdue[key] = self._apply_overdue(f, head.team.group, held)
                     found = self.earliest(head, f, future.get(f, ()), ends.get(f, ()), floor, deadline, applied)
                     if found is not None and (best is None or found.start < best.start - EPS):
                         best = found
@@ -168,7 +167,7 @@ class Planner:
         afresh after every admission; only the overdue ones, clamped to now, are ordered again."""
         s = self.s
         shared = s.shared_flavor[f]
-        key = (f, None if shared else group)
+        key = s.ends_key(f, group)
         version = (s.running_version.get(key, 0), s.now)
         cached = self._releases.get(key)
         if cached is not None and cached[0] == version:

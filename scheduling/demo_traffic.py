@@ -103,7 +103,7 @@ def shape(row: TraceRow, allocations: list[ComputeAllocation], team: str = "") -
     # wait forever at the head of its queue, and a demo should show waiting that ends
     alloc = next(a for a in allocations if a.instance_type_id == it.pk)
     if alloc.team.sharing != Sharing.LEND_AND_BORROW:
-        quota = alloc.accelerators if alloc.accelerators is not None else (alloc.instances or 0) * it.accelerators
+        quota = alloc.resolved().get(it.accelerator_key, 0)
         if quota >= per_pod:
             pods = min(pods, quota // per_pod)
     share = per_pod / it.accelerators

@@ -502,6 +502,19 @@ def _run_seconds(job: Job, events: list, now) -> float:
     return max(sum((b - a).total_seconds() for a, b in runs), 0.0)
 
 
+def instance_type_name(job: Job) -> str:
+    """The instance type a job ran on, else the one it asked for, else ""."""
+    it = job.assigned_instance_type or job.instance_type
+    return it.name if it else ""
+
+
+def wait_minutes(job: Job) -> float | None:
+    """Minutes from submit to (latest) admission, one decimal; None while it never was admitted."""
+    if not job.admitted_at:
+        return None
+    return round((job.admitted_at - job.submitted_at).total_seconds() / 60, 1)
+
+
 def job_report_rows(jobs, *, now=None, chunk: int = 500):
     """Rows of the per-job report for an iterable of jobs; events are read once per chunk of jobs, and only a
     chunk is held at a time, so a CSV of any length streams in constant memory."""
@@ -513,21 +526,19 @@ def job_report_rows(jobs, *, now=None, chunk: int = 500):
             events[event.job_id].append(event)
         for job in part:
             run = _run_seconds(job, events.get(job.pk, []), now)
-            it = job.assigned_instance_type or job.instance_type
-            wait = (job.admitted_at - job.submitted_at).total_seconds() / 60 if job.admitted_at else None
             yield {
                 "job_id": job.pk,
                 "name": job.name,
                 "team": job.team.name,
                 "user": job.submitted_by.username,
                 "priority_class": job.priority_class.name if job.priority_class else "",
-                "instance_type": it.name if it else "",
+                "instance_type": instance_type_name(job),
                 "accelerators": job.accelerators * job.pods,
                 "state": job.state,
                 "submitted": job.submitted_at,
                 "started": job.started_at,
                 "ended": job.finished_at,
-                "wait_minutes": round(wait, 1) if wait is not None else None,
+                "wait_minutes": wait_minutes(job),
                 "run_minutes": round(run / 60, 1),
                 "accelerator_hours": round(run / 3600 * job.accelerators * job.pods, 2),
                 "times_preempted": job.preemption_count,

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from scheduling.models import Job, JobEvent
 from scheduling.usage.ranges import Window
-from scheduling.usage.selectors import run_intervals
+from scheduling.usage.selectors import instance_type_name, run_intervals, wait_minutes
 
 TOP = 500  # how many jobs the ranking keeps
 CHUNK = 500
@@ -68,17 +68,15 @@ def _hours_in(job: Job, events: list, start, end, now) -> float:
 
 
 def _row(job: Job, hours: float) -> dict:
-    it = job.assigned_instance_type or job.instance_type
-    wait = (job.admitted_at - job.submitted_at).total_seconds() / 60 if job.admitted_at else None
     return {
         "job_id": job.pk,
         "name": job.name,
         "team": job.team.name,
         "user": job.submitted_by.username,
-        "instance_type": it.name if it else "",
+        "instance_type": instance_type_name(job),
         "accelerators": job.accelerators * job.pods,
         "accelerator_hours": round(hours, 2),
-        "wait_minutes": round(wait, 1) if wait is not None else None,
+        "wait_minutes": wait_minutes(job),
         "state": job.state,
         "submitted": job.submitted_at,
     }

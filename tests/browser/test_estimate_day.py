@@ -18,11 +18,14 @@ def test_a_start_on_another_day_names_the_day(scientist, team_a, team_b, setting
     common = dict(image="pytorch:2", vcpus=16, memory_gib=128)
     blocker = job_submit(
         user=scientist,
-        request=JobRequest(team="team-a", name="pretrain-long", accelerators=8, pods=2, expected_duration_s=3 * 86400, **common),
+        request=JobRequest(
+            team="team-a", name="pretrain-long", accelerators=8, pods=2, expected_duration_s=3 * 86400, **common
+        ),
     )
     assert Job.objects.get(pk=blocker.pk).state == JobState.RUNNING  # the whole cluster, for three days
     waiting = job_submit(
-        user=scientist, request=JobRequest(team="team-a", name="eval", accelerators=8, expected_duration_s=600, **common)
+        user=scientist,
+        request=JobRequest(team="team-a", name="eval", accelerators=8, expected_duration_s=600, **common),
     )
 
     login("sam")

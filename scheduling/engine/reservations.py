@@ -113,6 +113,15 @@ class Planner:
                     if best is not None:
                         self._hold(best, k, held, future, ends)
                     continue
+                if monotone:
+                    before = prior.holds.get(head)
+                    if before is not None and (before.f != extra.f or before.start > extra.end):
+                        # the trial changes nothing it could use: room only on another instance type (a
+                        # head's start there cannot move, and on extra's type it can only grow later), or
+                        # only before its run begins (where it did not fit anyway); same state, same hold
+                        holds[head] = before
+                        self._hold(before, k, held, future, ends)
+                        continue
                 floor = prior.start(head) if monotone else now
                 deadline = prior.start(head) if head in rivals else INF
                 if floor == INF:  # it could not start before; with less room it cannot now

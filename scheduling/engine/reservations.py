@@ -243,7 +243,8 @@ class Planner:
             starts = [j for j, e in enumerate(events) if e[1] == HOLD_START] if holds else []
         else:
             starts = []
-        timeline = Timeline(s, f, lazy=True)  # nodes are brought up to date only where the quota fits
+        # nodes are brought up to date only where the quota fits and enough pods fit by the key resource
+        timeline = Timeline(s, f, lazy=True, need=job.per_pod[pool.key] if pool is not None else 0.0)
         try:
             i, n = applied, len(events)
             now = s.now
@@ -280,10 +281,15 @@ class Planner:
         team = job.team.book
         if s.book.check(team, f, job.total, job.nz)[0] != FITS:
             return None
-        timeline.sync()
         pool = s.pools[f]
-        if pool is not None and job.per_pod[pool.key] > 0 and pool.pods_fit(job.per_pod[pool.key]) < job.pods:
-            return None
+        if timeline.need:
+            if timeline.pods < job.pods:
+                return None
+            timeline.sync()
+        else:
+            timeline.sync()
+            if pool is not None and job.per_pod[pool.key] > 0 and pool.pods_fit(job.per_pod[pool.key]) < job.pods:
+                return None
         end = end_of(job, at)
         last = None
         for j in starts[bisect_left(starts, i) :]:
@@ -369,14 +375,23 @@ class Timeline:
     """Ends and holds applied onto the live quota book and node pools, with an undo log.
 
     A lazy timeline applies each change to the quota book at once but to the nodes only at `sync()`: the
-    earliest-start search steps through many instants where the quota alone rules the job out.
+    earliest-start search steps through many instants where the quota alone rules the job out. Given `need`
+    (a pod's amount of the pool's key resource), it also keeps `pods`, how many such pods fit on the nodes
+    as they stand with every change applied (what `pool.pods_fit(need)` answers after a sync), from the few
+    nodes each change touches: most instants where a gang does not fit are ruled out without a sync.
     """
 
-    def __init__(self, s: Scheduler, f: int | None, lazy: bool = False):
+    def __init__(self, s: Scheduler, f: int | None, lazy: bool = False, need: float = 0.0):
         self.s, self.f = s, f
         self.log: list[tuple] = []
         self.lazy = lazy
         self.synced = 0  # entries of the log before this one have reached the nodes
+        pool = s.pools[f] if f is not None else None
+        self.need = need if pool is not None and need > 0 else 0.0
+        if self.need:
+            self.key = pool.key
+            self.pods = pool.pods_fit(need)
+            self.shadow: dict[int, float] = {}  # node -> its free key amount with every change applied
 
     def apply(self, event) -> None:
         _, kind, _, job, nodes = event
@@ -385,8 +400,25 @@ class Timeline:
     def put(self, job: Job, f: int, nodes, sign: int) -> None:
         self.s.book.apply(job.team.book, f, job.total, job.nz, sign)
         self.log.append((job, f, nodes, sign))
+        if self.need and nodes:
+            self._count(job, nodes, sign)
         if not self.lazy:
             self.sync()
+
+    def _count(self, job: Job, nodes, sign: int) -> None:
+        """Keep `pods` as the nodes change; the same arithmetic, in the same order, as NodePool.take."""
+        key, need, shadow = self.key, self.need, self.shadow
+        free = self.s.pools[self.f].free
+        amount = sign * job.per_pod[key]
+        for node in nodes:
+            old = shadow.get(node)
+            if old is None:
+                old = free[node][key]
+            new = old - amount
+            if -EPS < new < EPS:
+                new = 0.0
+            shadow[node] = new
+            self.pods += int((new + EPS) // need) - int((old + EPS) // need)
 
     def sync(self) -> None:
         log, pools = self.log, self.s.pools
@@ -404,6 +436,8 @@ class Timeline:
         while len(log) > mark:
             job, f, nodes, sign = log.pop()
             book.apply(job.team.book, f, job.total, job.nz, -sign)
+            if self.need and nodes:
+                self._count(job, nodes, -sign)
             if len(log) < self.synced:
                 self.synced = len(log)
                 if pools[f] is not None and nodes:

@@ -606,7 +606,7 @@ class Scheduler:
                 timeline.put(head, f, hold.nodes, 1)
             return True
         finally:
-            timeline.undo(0)
+            timeline.close()
 
     def _admit(self, job: Job, plan) -> None:
         flavor, nodes, borrows, victims = plan

@@ -253,10 +253,8 @@ class Planner:
                 i += 1
             at = now
             if not_before > now + EPS:  # skip to the last instant at or before it without trying any
-                while i < n and events[i][0] <= not_before + EPS:
-                    at = events[i][0]
-                    timeline.apply(events[i])
-                    i += 1
+                i, last = timeline.advance(events, i, not_before + EPS)
+                at = at if last is None else last
             while True:
                 found = self._try(job, f, at, events, i, timeline, starts)
                 if found is not None:
@@ -272,7 +270,7 @@ class Planner:
                     timeline.apply(events[i])
                     i += 1
         finally:
-            timeline.undo(0)
+            timeline.close()
 
     def _try(self, job: Job, f: int, at: float, events, i: int, timeline: Timeline, starts=()):
         """(nodes, True) if `job` fits from `at` throughout its run, else None. The state is the one at `at`;
@@ -379,13 +377,20 @@ class Timeline:
     (a pod's amount of the pool's key resource), it also keeps `pods`, how many such pods fit on the nodes
     as they stand with every change applied (what `pool.pods_fit(need)` answers after a sync), from the few
     nodes each change touches: most instants where a gang does not fit are ruled out without a sync.
+
+    A timeline of one instance type keeps the quota rows it changes as they were (copied on first change),
+    so `close()` puts them back at once, exactly, instead of reversing every change; `advance` applies a run
+    of events as one net change per team (the search skips instants it need not try that way).
     """
 
     def __init__(self, s: Scheduler, f: int | None, lazy: bool = False, need: float = 0.0):
         self.s, self.f = s, f
-        self.log: list[tuple] = []
+        self.log: list[tuple] = []  # (job, flavor, nodes, sign, whether its quota was applied on its own)
         self.lazy = lazy
         self.synced = 0  # entries of the log before this one have reached the nodes
+        self.saved: dict[int, tuple] | None = {} if f is not None else None  # team idx -> (book, usage row)
+        self.saved_cohorts: dict[str, tuple] = {}
+        self.saved_totals: tuple | None = None
         pool = s.pools[f] if f is not None else None
         self.need = need if pool is not None and need > 0 else 0.0
         if self.need:
@@ -398,12 +403,67 @@ class Timeline:
         self.put(job, self.f, nodes, 1 if kind == HOLD_START else -1)
 
     def put(self, job: Job, f: int, nodes, sign: int) -> None:
+        if self.saved is not None and job.team.idx not in self.saved:
+            self._save(job.team.book)
         self.s.book.apply(job.team.book, f, job.total, job.nz, sign)
-        self.log.append((job, f, nodes, sign))
+        self.log.append((job, f, nodes, sign, True))
         if self.need and nodes:
             self._count(job, nodes, sign)
         if not self.lazy:
             self.sync()
+
+    def advance(self, events, i: int, until: float) -> tuple[int, float | None]:
+        """Apply events[i:] up to the instant `until` (inclusive) with one quota change per team; returns the
+        index of the first event not applied and the instant of the last applied (None if none was)."""
+        f, book = self.f, self.s.book
+        net: dict[int, list] = {}
+        n, at = len(events), None
+        need = self.need
+        if need:
+            key, shadow, first = self.key, self.shadow, {}
+            free = self.s.pools[f].free
+        log = self.log
+        while i < n and events[i][0] <= until:
+            at, kind, _, job, nodes = events[i]
+            sign = 1 if kind == HOLD_START else -1
+            entry = net.get(job.team.idx)
+            if entry is None:
+                entry = net[job.team.idx] = [job.team.book, [0.0] * len(job.total), set()]
+            vec = entry[1]
+            for r in job.nz:
+                vec[r] += sign * job.total[r]
+            entry[2].update(job.nz)
+            log.append((job, f, nodes, sign, False))
+            if need and nodes:
+                amount = sign * job.per_pod[key]
+                for node in nodes:  # as _count, node by node in order; pods counted once per node below
+                    old = shadow.get(node)
+                    if old is None:
+                        old = free[node][key]
+                    if node not in first:
+                        first[node] = old
+                    new = old - amount
+                    shadow[node] = 0.0 if -EPS < new < EPS else new
+            i += 1
+        for tb, vec, nz in net.values():
+            if tb.idx not in self.saved:
+                self._save(tb)
+            book.apply(tb, f, vec, sorted(nz), 1)
+        if need:
+            for node, old in first.items():
+                self.pods += int((shadow[node] + EPS) // need) - int((old + EPS) // need)
+        if not self.lazy:
+            self.sync()
+        return i, at
+
+    def _save(self, tb) -> None:
+        f, book = self.f, self.s.book
+        self.saved[tb.idx] = (tb, list(tb.usage[f]))
+        cohort = tb.cohort
+        if cohort is not None and cohort.name not in self.saved_cohorts:
+            self.saved_cohorts[cohort.name] = (cohort, list(cohort.draw[f]), list(cohort.excess[f]))
+        if self.saved_totals is None:
+            self.saved_totals = (list(book.used[f]), list(book.excess_total[f]))
 
     def _count(self, job: Job, nodes, sign: int) -> None:
         """Keep `pods` as the nodes change; the same arithmetic, in the same order, as NodePool.take."""
@@ -423,7 +483,7 @@ class Timeline:
     def sync(self) -> None:
         log, pools = self.log, self.s.pools
         for k in range(self.synced, len(log)):
-            job, f, nodes, sign = log[k]
+            job, f, nodes, sign, _ = log[k]
             if pools[f] is not None and nodes:
                 pools[f].take(nodes, job.per_pod, job.nz, sign)
         self.synced = len(log)
@@ -431,10 +491,28 @@ class Timeline:
     def mark(self) -> int:
         return len(self.log)
 
+    def close(self) -> None:
+        """Undo everything (the timeline is not used again): the quota rows as they were, the nodes changed back."""
+        log, pools = self.log, self.s.pools
+        if self.saved is None:
+            self.undo(0)
+        else:
+            self._restore()
+            for k in range(self.synced - 1, -1, -1):
+                job, f, nodes, sign, _ = log[k]
+                if pools[f] is not None and nodes:
+                    pools[f].take(nodes, job.per_pod, job.nz, -sign)
+            log.clear()
+            self.synced = 0
+            if self.need:
+                self.shadow, self.pods = {}, None  # spent
+
     def undo(self, mark: int) -> None:
         log, book, pools = self.log, self.s.book, self.s.pools
         while len(log) > mark:
-            job, f, nodes, sign = log.pop()
+            job, f, nodes, sign, alone = log.pop()
+            if not alone:
+                raise RuntimeError("undo(mark) cannot reach into a run applied by advance(); close() can")
             book.apply(job.team.book, f, job.total, job.nz, -sign)
             if self.need and nodes:
                 self._count(job, nodes, -sign)
@@ -442,3 +520,16 @@ class Timeline:
                 self.synced = len(log)
                 if pools[f] is not None and nodes:
                     pools[f].take(nodes, job.per_pod, job.nz, -sign)
+
+    def _restore(self) -> None:
+        f, book = self.f, self.s.book
+        for tb, row in self.saved.values():
+            tb.usage[f][:] = row
+        for cohort, draw, excess in self.saved_cohorts.values():
+            cohort.draw[f][:] = draw
+            cohort.excess[f][:] = excess
+        if self.saved_totals is not None:
+            book.used[f][:], book.excess_total[f][:] = self.saved_totals
+        self.saved.clear()
+        self.saved_cohorts.clear()
+        self.saved_totals = None

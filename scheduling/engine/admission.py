@@ -50,6 +50,7 @@ class TeamState:
 
 
 class Scheduler:
+    prune_refused_shapes = True  # see _offer; the tests compare decisions with it off
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
         self.resources = resources
@@ -356,14 +357,38 @@ class Scheduler:
         team.version += 1
         if team.queue.size:
             held = []
+            # Buckets differ by duration alone (backfill treats them apart), and nothing changes while the
+            # team's candidates are tried: a shape's plan (it does not depend on the duration, nor, unless
+            # newer equal-priority work may be evicted, on the submit time) is made once. A shape refused
+            # because it would delay the first head in planning order refuses every later candidate of that
+            # shape that runs at least as long: it takes the same room for longer, and that head's start
+            # depends on nothing else (a head further down can also move *earlier* when a head before it is
+            # pushed past its run, so only the first gives this rule).
+            newer = team.within == "LowerOrNewerEqualPriority"
+            plans: dict[tuple, tuple | None] = {}
+            refused: dict[tuple, tuple] = {}  # shape -> (duration, planning key) of a candidate refused so
             for job in team.queue.heads():
                 if job in self.deferred:
                     continue
-                plan = self.plan(job)
+                shape = job.sig[:4]
+                key = (shape, job.submit) if newer else shape
+                plan = plans[key] if key in plans else plans.setdefault(key, self.plan(job))
                 if plan is not None and not plan[3]:
+                    length = INF if job.duration is None else job.duration
+                    first = refused.get(shape)
+                    if (
+                        first is not None
+                        and length >= first[0]
+                        and planning_key(job) > first[1]
+                        and self.prune_refused_shapes
+                    ):
+                        continue
                     blocker = self.reservation_blocker(job, plan)
                     if blocker is not None:
-                        held.append((blocker, self.current_plan(self.scope(blocker.team)).start(blocker)))
+                        blocking_plan = self.current_plan(self.scope(blocker.team))
+                        held.append((blocker, blocking_plan.start(blocker)))
+                        if first is None and blocking_plan.heads and blocking_plan.heads[0] is blocker:
+                            refused[shape] = (length, planning_key(job))
                         continue
                 if plan is not None:
                     entry = (self._key(team, job, plan), job.seq, team.idx, team.version, self.changes, job, plan)

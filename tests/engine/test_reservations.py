@@ -8,6 +8,10 @@
    (fcfs, nobody preempts) and every duration finite, a long enough run finishes everything.
 """
 
+import copy
+import json
+import os
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -291,3 +295,35 @@ def test_estimates_asked_together_are_the_estimates_asked_one_by_one(data):
 
     s.settle = settle
     sim.run()
+
+
+def _with_and_without_pruning(data):
+    outputs = []
+    for prune in (True, False):
+        Scheduler.prune_refused_shapes = prune
+        try:
+            outputs.append(simulate_scenario(copy.deepcopy(data)))
+        finally:
+            Scheduler.prune_refused_shapes = True
+    return outputs
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams())
+def test_skipping_candidates_a_reservation_refuses_decides_as_trying_each(data):
+    """A team's candidates of one shape differ by duration alone; the scheduler skips those that run at least
+    as long as one the first reservation refused. That must change no decision."""
+    data["until"] = 300
+    with_pruning, without = _with_and_without_pruning(data)
+    assert with_pruning == without
+
+
+def test_a_longer_job_can_delay_nobody_where_a_shorter_one_delays_a_head():
+    """Why only a refusal by the first head prunes: here w8 (18 s) would delay t1's head w10, yet w13 (100 s,
+    the same shape) delays nobody it must respect, because it pushes t0's head w3 past w10's whole run."""
+    path = os.path.join(os.path.dirname(__file__), "regressions", "longer-job-delays-nobody.json")
+    with open(path) as handle:
+        data = json.load(handle)
+    with_pruning, without = _with_and_without_pruning(data)
+    assert with_pruning == without
+    assert without["workloads"]["w13"]["admitted_at"] == 106  # admitted beside the refused w8

@@ -299,27 +299,24 @@ class Planner:
                 return None, True
             nodes = pool.place(job.per_pod, job.nz, job.pods)
             return None if nodes is None else (nodes, True)
-        # Holds start during the run: the job must fit at each of those instants, on the same nodes.
-        mark = timeline.mark()
+        # Holds start during the run: the job must fit at each of those instants, on the same nodes. The
+        # events between two such instants are applied as one (an inner timeline, put back at its close).
         lowest: dict[int, list[float]] = {}
         at_start: dict[int, list[float]] = {}
-        lazy, timeline.lazy = timeline.lazy, False  # free amounts are read at each instant here
+        inner = Timeline(s, f)
         try:
-            j = i
+            j, n = i, len(events)
             while j <= last:
-                t = events[j][0]
-                checkpoint = False
-                while j < len(events) and events[j][0] == t:
-                    if pool is not None:
-                        for node in events[j][4] or ():
-                            if node not in at_start:
+                t = events[starts[bisect_left(starts, j)]][0]  # the next instant a hold starts
+                if pool is not None:
+                    k = j
+                    while k < n and events[k][0] <= t:
+                        for node in events[k][4] or ():
+                            if node not in at_start:  # as it stood at `at`: nothing before touched it
                                 at_start[node] = list(pool.free[node])
                                 lowest[node] = list(pool.free[node])
-                    timeline.apply(events[j])
-                    checkpoint = checkpoint or events[j][1] == HOLD_START
-                    j += 1
-                if not checkpoint:
-                    continue
+                        k += 1
+                j, _ = inner.advance(events, j, t)
                 if s.book.check(team, f, job.total, job.nz)[0] != FITS:
                     return None
                 if pool is not None:
@@ -329,8 +326,7 @@ class Planner:
                             if free[r] < low[r]:
                                 low[r] = free[r]
         finally:
-            timeline.undo(mark)
-            timeline.lazy = lazy
+            inner.close()
         if pool is None:
             return None, True
         extra = {node: [lo - st for lo, st in zip(lowest[node], at_start[node], strict=True)] for node in lowest}

@@ -261,11 +261,14 @@ class Planner:
                     nodes, _ = found
                     waits_for = [e[3] for e in events[:i] if e[0] == at and at > now and e[1] != HOLD_START]
                     return Hold(job, f, at, end_of(job, at), nodes, waits_for)
-                if i >= n:
+                if i >= n or events[i][0] > not_after + EPS:
                     return None
+                if timeline.need:  # on to the next instant at which enough pods fit on the nodes
+                    i, at = timeline.advance(events, i, not_after + EPS, job.pods)
+                    if timeline.pods < job.pods:
+                        return None
+                    continue
                 at = events[i][0]
-                if at > not_after + EPS:
-                    return None
                 while i < n and events[i][0] == at:
                     timeline.apply(events[i])
                     i += 1
@@ -408,46 +411,53 @@ class Timeline:
         if not self.lazy:
             self.sync()
 
-    def advance(self, events, i: int, until: float) -> tuple[int, float | None]:
+    def advance(self, events, i: int, until: float, pods: int | None = None) -> tuple[int, float | None]:
         """Apply events[i:] up to the instant `until` (inclusive) with one quota change per team; returns the
-        index of the first event not applied and the instant of the last applied (None if none was)."""
+        index of the first event not applied and the instant of the last applied (None if none was). With
+        `pods` (a timeline given `need`), stop after the first instant at which that many pods fit by the key
+        resource: at the instants before it the job cannot fit, whatever the quota says."""
         f, book = self.f, self.s.book
         net: dict[int, list] = {}
         n, at = len(events), None
         need = self.need
         if need:
-            key, shadow, first = self.key, self.shadow, {}
+            key, shadow = self.key, self.shadow
             free = self.s.pools[f].free
+            count = self.pods
         log = self.log
         while i < n and events[i][0] <= until:
-            at, kind, _, job, nodes = events[i]
-            sign = 1 if kind == HOLD_START else -1
-            entry = net.get(job.team.idx)
-            if entry is None:
-                entry = net[job.team.idx] = [job.team.book, [0.0] * len(job.total), set()]
-            vec = entry[1]
-            for r in job.nz:
-                vec[r] += sign * job.total[r]
-            entry[2].update(job.nz)
-            log.append((job, f, nodes, sign, False))
-            if need and nodes:
-                amount = sign * job.per_pod[key]
-                for node in nodes:  # as _count, node by node in order; pods counted once per node below
-                    old = shadow.get(node)
-                    if old is None:
-                        old = free[node][key]
-                    if node not in first:
-                        first[node] = old
-                    new = old - amount
-                    shadow[node] = 0.0 if -EPS < new < EPS else new
-            i += 1
+            at = events[i][0]
+            while i < n and events[i][0] == at:  # every event of the instant
+                _, kind, _, job, nodes = events[i]
+                sign = 1 if kind == HOLD_START else -1
+                entry = net.get(job.team.idx)
+                if entry is None:
+                    entry = net[job.team.idx] = [job.team.book, [0.0] * len(job.total), set()]
+                vec = entry[1]
+                for r in job.nz:
+                    vec[r] += sign * job.total[r]
+                entry[2].update(job.nz)
+                log.append((job, f, nodes, sign, False))
+                if need and nodes:
+                    amount = sign * job.per_pod[key]
+                    for node in nodes:  # as _count: node by node, in order
+                        old = shadow.get(node)
+                        if old is None:
+                            old = free[node][key]
+                        new = old - amount
+                        if -EPS < new < EPS:
+                            new = 0.0
+                        shadow[node] = new
+                        count += int((new + EPS) // need) - int((old + EPS) // need)
+                i += 1
+            if pods is not None and count >= pods:
+                break
         for tb, vec, nz in net.values():
             if tb.idx not in self.saved:
                 self._save(tb)
             book.apply(tb, f, vec, sorted(nz), 1)
         if need:
-            for node, old in first.items():
-                self.pods += int((shadow[node] + EPS) // need) - int((old + EPS) // need)
+            self.pods = count
         if not self.lazy:
             self.sync()
         return i, at

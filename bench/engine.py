@@ -9,6 +9,8 @@ Usage: .venv/bin/python bench/engine.py [--quick] [baseline] [large-scale] [phil
   starvation: the Philly trace in one shared cohort with arrivals compressed 4x and 8x, backfill none vs
               reserve: the longest and p99 queueing delay of gangs of 32 GPUs or more, the mean delay of all
               jobs and GPU utilization (not run by default)
+              --setups=Never,Any,one queue  --speedups=4,8  --fraction=1.0 choose the runs (each line also
+              prints the offered load: GPU-seconds asked over the arrival window per GPU-second the cluster has)
   --quick  runs baseline and a quarter of the others only (the full run adds Philly at 4x arrival rate)
 The "vs nlogn" column is CPU / (n log n) relative to the quarter run; near or below 1 means the cost
 grows no faster than n log n.
@@ -257,6 +259,13 @@ def starvation_figures(scenario: dict, out: dict) -> dict:
     }
 
 
+def offered_load(scenario: dict) -> float:
+    """GPU-seconds asked over the arrival window, per GPU-second the cluster has in it (above 1: overloaded)."""
+    window = max(w["submit"] for w in scenario["workloads"]) or 1.0
+    asked = sum(w["requests"]["gpu"] * w.get("pods", 1) * w["duration"] for w in scenario["workloads"])
+    return asked / (352 * 8 * window)
+
+
 def bench_starvation(fraction: float, speedups=(4, 8), modes=("Never", "Any", "one queue")) -> list[dict]:
     """The Philly trace with arrivals compressed, backfill none vs reserve, in three set-ups.
 
@@ -269,8 +278,8 @@ def bench_starvation(fraction: float, speedups=(4, 8), modes=("Never", "Any", "o
     rows = []
     print(f"\n== Starvation: Philly, {fraction:g} of the trace, arrivals compressed ==")
     print(
-        f"{'set-up':>9} {'speedup':>7} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9} {'gang max s':>10}"
-        f" {'gang p99 s':>10} {'avg queue s':>11} {'GPU util %':>10}",
+        f"{'set-up':>9} {'speedup':>7} {'load':>5} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9}"
+        f" {'gang max s':>10} {'gang p99 s':>10} {'avg queue s':>11} {'GPU util %':>10}",
         flush=True,
     )
     for mode in modes:
@@ -281,15 +290,16 @@ def bench_starvation(fraction: float, speedups=(4, 8), modes=("Never", "Any", "o
                 scenario["policy"]["backfill"] = backfill
                 out, cpu = run(scenario)
                 fig = starvation_figures(scenario, out)
+                load = offered_load(scenario)
                 print(
-                    f"{mode:>9} {'x' + format(speedup, 'g'):>7} {backfill:>8} {len(scenario['workloads']):>6}"
+                    f"{mode:>9} {'x' + format(speedup, 'g'):>7} {load:>5.2f} {backfill:>8} {len(scenario['workloads']):>6}"
                     f" {cpu:>7.2f} {fig['gangs']:>9} {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
                     f" {fig['avg_queue_s']:>11.1f} {fig['gpu_util_pct']:>10.1f}",
                     flush=True,
                 )
                 rows.append({
                     "scenario": f"starvation-{mode.replace(' ', '-').lower()}-x{speedup:g}-{backfill}",
-                    "fraction": fraction, "setup": mode, "cpu_s": cpu, **fig,
+                    "fraction": fraction, "setup": mode, "offered_load": load, "cpu_s": cpu, **fig,
                 })  # fmt: skip
     return rows
 
@@ -307,7 +317,10 @@ def main(argv: list[str]) -> None:
     if "philly" in chosen:
         rows += bench_philly((0.25,) if quick else FRACTIONS, () if quick else (4,))
     if "starvation" in chosen:
-        rows += bench_starvation(0.25 if quick else 1.0)
+        options = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+        setups = tuple(options.get("setups", "Never,Any,one queue").split(","))
+        speedups = tuple(float(x) for x in options.get("speedups", "4,8").split(","))
+        rows += bench_starvation(float(options.get("fraction", 0.25 if quick else 1.0)), speedups, setups)
     results = os.path.join(ROOT, "bench", "results")
     os.makedirs(results, exist_ok=True)
     target = os.path.join(results, f"engine-{datetime.now():%Y%m%d-%H%M%S}.json")

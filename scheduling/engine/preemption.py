@@ -86,19 +86,27 @@ def _search(s: Scheduler, job: Job, f: int, candidates: list):
             vec[r] += victim.total[r]
     if s.book.check(job.team.book, f, job.total, job.nz, everyone)[0] != FITS:
         return None  # not even evicting every candidate would make room in the quota
+    claimant_share = dominant_share(s.book, job.team.book, f, job.total)
+    # Only victims eligible before any of their team's work is gone can ever be taken: eligibility only narrows
+    # as more of a team's work is taken (its usage after eviction falls, and with it its share). So if evicting
+    # all of those would not make room, in the quota or on the nodes, no search can succeed (evicting fewer
+    # frees less). On the nodes this is asked without placing over every node: counted per distinct free
+    # vector and per node freed (NodePool.can_place).
+    eligible: dict[tuple, bool] = {}
+    possible = Trial(s, job, f)
+    for victim, reason in candidates:
+        size = (victim.team.idx, reason, tuple(victim.total))
+        ok = eligible.get(size)
+        if ok is None:
+            ok = eligible[size] = _eligible(s, job, victim, reason, {}, claimant_share)
+        if ok:
+            possible.add(victim)
+    if not possible.removed or possible.fits(whether=True) is False:
+        return None
     pool = s.pools[f]
-    if pool is not None:
-        everything = Trial(s, job, f)
-        for victim, _ in candidates:
-            everything.add(victim)
-        # nor on the nodes: evicting fewer frees less, so no search can succeed (asked whether the placement
-        # would succeed, counted per distinct free vector and per node freed, not placed over every node)
-        if everything.fits(whether=True) is False:
-            return None
     candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
     if pool is not None and job.pods > 1:
         candidates = _node_by_node(job, candidates, pool)
-    claimant_share = dominant_share(s.book, job.team.book, f, job.total)
     trial = Trial(s, job, f)
     chosen = []
     refused: dict[int, list] = {}  # team -> victim sizes found ineligible; evicting more never helps them

@@ -95,5 +95,5 @@ def test_can_place_answers_as_place_does(data):
     pods = data.draw(st.integers(1, 12))
     placed = pool.place(per_pod, nz, pods, extra)
     assert pool.can_place(per_pod, nz, pods, extra) == (placed is not None)
-    if pool.pods_room_empty(per_pod, nz) < pods:
-        assert placed is None
+    if pool.pods_room_empty(per_pod, nz) < pods:  # (in the engine `extra` gives back only what runs there)
+        assert pool.place(per_pod, nz, pods) is None

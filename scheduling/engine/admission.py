@@ -108,6 +108,7 @@ class Scheduler:
         self.flavor_gen = [0] * len(self.flavor_names)
         self.group_gen: dict[object, int] = {}
         self.no_victims: dict[tuple, tuple] = {}
+        self.borrowers: dict[tuple, tuple] = {}  # (cohort, flavor, resources) -> (flavor_gen, members borrowing)
         self.searches = [0, 0]  # victim searches run, and skipped as known to fail
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
 

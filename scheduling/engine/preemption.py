@@ -338,8 +338,8 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None]:
     else:
         return out, below
     lower_only = reason == "priority" or team.reclaim == "LowerPriority"
-    for other in cohort.members:
-        if other is book or not other.borrowing(f, job.nz):
+    for other in _borrowers(s, cohort, f, job.nz):
+        if other is book:
             continue
         for victim in s.teams[other.idx].running[f]:
             if victim in protected or (lower_only and victim.priority >= job.priority):
@@ -347,6 +347,20 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None]:
             if any(victim.total[r] > 0 for r in job.nz):
                 out.append((victim, reason))
     return out, below
+
+
+def _borrowers(s: Scheduler, cohort, f: int, nz) -> list:
+    """The cohort's members borrowing on `f` in any of `nz`, in member order; kept while nothing starts or
+    stops on `f` (usage on `f` changes only then)."""
+    key = (cohort.name, f, nz)
+    known = s.borrowers.get(key)
+    if known is not None and known[0] == s.flavor_gen[f]:
+        return known[1]
+    members = [other for other in cohort.members if other.borrowing(f, nz)]
+    if len(s.borrowers) >= MAX_KNOWN_FAILURES:
+        s.borrowers.clear()
+    s.borrowers[key] = (s.flavor_gen[f], members)
+    return members
 
 
 def _below_fair_share(s: Scheduler, job: Job, f: int) -> bool:

@@ -268,9 +268,7 @@ def full_figures(figures: dict, admin, args, scheduler) -> None:
         print(f"  filling: {len(fillers)} submitted, {result.admitted} admitted, {result.pending} pending", flush=True)
         if not result.admitted:
             break
-    free_nodes = sum(
-        1 for pool in s.pools if pool is not None for free in pool.free if free[pool.key] > 1e-6
-    )
+    free_nodes = sum(1 for pool in s.pools if pool is not None for free in pool.free if free[pool.key] > 1e-6)
 
     under = set()  # (team, type) where the team uses less than its nominal quota: its jobs may reclaim
     for team in teams:
@@ -307,9 +305,13 @@ def full_figures(figures: dict, admin, args, scheduler) -> None:
 
     figures["full cluster: first pass, 1,200 arrive"] = timed(first, 1)
     figures["full cluster: first pass, 1,200 arrive"].update(
-        admitted=result.admitted, preempted=result.preempted, pending=result.pending, free_nodes_before=free_nodes,
+        admitted=result.admitted,
+        preempted=result.preempted,
+        pending=result.pending,
+        free_nodes_before=free_nodes,
         below_quota=len(under),
-        **counter.take(scheduler))
+        **counter.take(scheduler),
+    )
     runs, cpu, searches = [], [], []
     for k in range(max(1, args.repeat)):
         done = list(Job.objects.filter(state__in=(JobState.RUNNING, JobState.ADMITTED)).order_by("?")[:5])
@@ -336,7 +338,8 @@ def full_figures(figures: dict, admin, args, scheduler) -> None:
     scheduler.drop("bench: the whole state read afresh")
     figures["full cluster: state read whole"] = timed(first, 1)
     figures["full cluster: state read whole"].update(
-        admitted=result.admitted, preempted=result.preempted, pending=result.pending, **counter.take(scheduler))
+        admitted=result.admitted, preempted=result.preempted, pending=result.pending, **counter.take(scheduler)
+    )
 
 
 def timed(fn, repeat: int) -> dict:

@@ -1,7 +1,8 @@
 """A failed victim search is remembered and not run again while nothing it read has changed
 (preemption.find_victims); whether a placement would succeed, asked without placing over every node
-(NodePool.can_place), and the gangs that fit not even on empty nodes (NodePool.pods_room_empty). Neither may change a decision: checked against the engine without them on many
-random scenarios (hypothesis), as in test_invariants."""
+(NodePool.can_place), and the gangs that fit not even on empty nodes (NodePool.pods_room_empty). None may
+change a decision: the cache is checked against the engine without it on many random scenarios (hypothesis),
+as in test_invariants, and can_place against place itself."""
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -103,6 +103,14 @@ class Scheduler:
         self._trials: dict[Job, tuple[tuple, Plan]] = {}  # trial plans that let a workload in, by state
         self.held_back: dict[int, list] = {}  # team -> [(head whose reservation held it back, its start)]
         self.protected: set[Job] = set()  # not to be evicted in this settle (their eviction would be wasted)
+        # Victim searches that failed, kept while nothing they read has changed (see preemption.find_victims):
+        # starts and stops per instance type, and per group (a fair-share search reads its cohort's usage on
+        # every type). The cache is emptied whenever the protected set changes.
+        self.flavor_gen = [0] * len(self.flavor_names)
+        self.group_gen: dict[object, int] = {}
+        self.no_victims: dict[tuple, tuple] = {}
+        self.borrowers: dict[tuple, tuple] = {}  # (cohort, flavor, resources) -> (flavor_gen, members borrowing)
+        self.searches = [0, 0]  # victim searches run, and skipped as known to fail
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
 
     # ----- workloads coming and going -------------------------------------------------------------------
@@ -170,6 +178,7 @@ class Scheduler:
         team.running[flavor][job] = None
         self._running_changed(team, flavor, job)
         self._state_changed(team)
+        self._searched_stale(team, flavor)
         job.state, job.flavor, job.nodes = RUNNING, flavor, nodes
         job.admitted_at = self.now
         if job.first_admitted_at is None:
@@ -187,6 +196,7 @@ class Scheduler:
             self.pools[flavor].release(job.nodes, job.per_pod, job.nz)
         del team.running[flavor][job]
         self._running_changed(team, flavor, job)
+        self._searched_stale(team, flavor)
         if not as_planned:
             self._state_changed(team)
         self.changes += 1
@@ -196,6 +206,16 @@ class Scheduler:
                 self._wake(group)
         else:
             self._wake(team.group)
+
+    def _searched_stale(self, team: TeamState, flavor: int) -> None:
+        """Work started or stopped on `flavor`: victim searches there may now find room or victims."""
+        self.flavor_gen[flavor] += 1
+        self.group_gen[team.group] = self.group_gen.get(team.group, 0) + 1
+
+    def _protect(self, protected: set[Job], deferred: set[Job]) -> None:
+        if protected != self.protected:
+            self.no_victims.clear()  # a failed search may succeed with fewer protected, or fail with more
+        self.protected, self.deferred = protected, deferred
 
     def _evict(self, victim: Job, by: Job, reason: str) -> None:
         flavor, nodes, admitted_at, run = victim.flavor, victim.nodes, victim.admitted_at, victim.run
@@ -248,7 +268,7 @@ class Scheduler:
                 self._undo(start)
                 protected |= wasted
                 deferred |= undone
-                self.protected, self.deferred = set(protected), set(deferred)
+                self._protect(set(protected), set(deferred))
                 self.wake_all()
             elif (self.protected or self.deferred) and len(self.log) > mark and plain_passes < MAX_PLAIN_PASSES:
                 # What the protected settle did stands; from here the settle starts afresh, unprotected, as
@@ -256,11 +276,11 @@ class Scheduler:
                 plain_passes += 1
                 start = len(self.log)
                 protected, deferred = set(), set()
-                self.protected, self.deferred = set(), set()
+                self._protect(set(), set())
                 self.wake_all()
             else:
                 break
-        self.protected, self.deferred = set(), set()
+        self._protect(set(), set())
 
     def _waste(self, start: int) -> tuple[set[Job], set[Job]]:
         """What this settle did for nothing: workloads evicted and then admitted again (their eviction would be

@@ -111,6 +111,43 @@ class NodePool:
             for nodes in shapes.values()
         )
 
+    def can_place(self, per_pod, nz, pods: int, extra: dict[int, list[float]] | None = None) -> bool:
+        """Whether `place` would find nodes for the gang, without choosing them: pods are all alike, so its first
+        fit puts on each node it visits as many as fit there (by its own test), and succeeds exactly when the
+        nodes it visits hold `pods` in all. It visits the nodes `extra` adds to and the nodes filed in buckets
+        that fit one pod; a node is counted once, with `extra` applied. Reads the buckets and the nodes of
+        `extra` only, never every node."""
+        if self._moved:
+            self._refile()
+        key, need = self.key, per_pod[self.key]
+
+        def filed_fits(vector) -> bool:
+            return vector[key] + EPS >= need and all(vector[r] + EPS >= per_pod[r] for r in nz)
+
+        extra = extra or {}
+        total = 0
+        for k, shapes in self.buckets.items():
+            if k + EPS < need:
+                continue
+            for vector, nodes in shapes.items():
+                if filed_fits(vector):
+                    total += _pods_on(vector, per_pod, nz, pods) * len(nodes)
+                    if total >= pods and not extra:
+                        return True
+        for node, more in extra.items():
+            free = self.free[node]
+            if filed_fits(free):
+                total -= _pods_on(free, per_pod, nz, pods)  # counted above without `extra`
+            elif not any(b > 0 for b in more):
+                continue
+            total += _pods_on([a + b for a, b in zip(free, more, strict=True)], per_pod, nz, pods)
+        return total >= pods
+
+    def pods_room_empty(self, per_pod, nz) -> int:
+        """At least as many pods of this shape as `place` could ever put on these nodes, whatever runs (a node's
+        free room plus what runs on it is at most its capacity; counted a little looser than place's test)."""
+        return _room(self.capacity, per_pod, nz) * len(self.free) if nz else 1 << 62
+
     def still_fits(self, nodes: list[int], per_pod, nz) -> bool:
         pods: dict[int, int] = {}
         for node in nodes:
@@ -139,3 +176,24 @@ class NodePool:
 
     def largest_gap(self, r: int) -> float:
         return max((free[r] for free in self.free), default=0.0)
+
+
+def _room(vector, per_pod, nz) -> int:
+    """Pods of this shape that fit in `vector`, a little looser than place's own test (never fewer)."""
+    return max(0, min(int((vector[r] + 2 * EPS) // per_pod[r]) for r in nz))
+
+
+def _pods_on(free, per_pod, nz, most: int) -> int:
+    """How many pods `place` puts on a node with `free` (its test, pod after pod: the test holds for the first
+    k pods and fails from then on), at most `most`. A division guesses k, the test itself settles it."""
+    k = min([most] + [int((free[r] + EPS) // per_pod[r]) for r in nz if per_pod[r] > 0])
+    k = max(k, 0)
+
+    def fits(n: int) -> bool:
+        return all(free[r] - n * per_pod[r] >= -EPS for r in nz)
+
+    while k > 0 and not fits(k):
+        k -= 1
+    while k < most and fits(k + 1):
+        k += 1
+    return k

@@ -30,9 +30,51 @@ if TYPE_CHECKING:
     from .queues import Job
 
 
+MAX_KNOWN_FAILURES = 1 << 16  # failed searches remembered (emptied beyond that; they are found again)
+
+
 def find_victims(s: Scheduler, job: Job, f: int):
-    """(victims as [(job, reason)], nodes) that let `job` run on flavor `f`, or None."""
-    candidates = _candidates(s, job, f)
+    """(victims as [(job, reason)], nodes) that let `job` run on flavor `f`, or None.
+
+    A search that fails is remembered (Scheduler.no_victims) and not run again while nothing it read has
+    changed. What a search reads: the claimant's team (fixed), priority, submit time (only where equal
+    priority newer work is a victim), per-pod shape and pods; on flavor `f` every team's usage, running work
+    and the nodes, all changed only by a start or stop on `f` (Scheduler.flavor_gen); the protected set (the
+    cache is emptied when it changes); where the fair share is consulted, whether the team is below it (read
+    again, it depends on pending demand too); and where a victim is a fair-share one, the dominant shares of
+    its cohort's teams, which read their usage on every type (Scheduler.group_gen). Nothing else (not the
+    time, not other types' nodes), so a search run again in the same state fails again.
+    """
+    team = job.team
+    key = (team.idx, f, job.priority, job.pods, tuple(job.per_pod),
+           job.submit if team.within == "LowerOrNewerEqualPriority" else None)  # fmt: skip
+    known = s.no_victims.get(key)
+    if (
+        known is not None
+        and known[0] == s.flavor_gen[f]
+        and (known[1] is None or known[1] == s.group_gen.get(team.group, 0))
+        and (known[2] is None or known[2] == _below_fair_share(s, job, f))
+    ):
+        s.searches[1] += 1
+        return None
+    s.searches[0] += 1
+    pool = s.pools[f]
+    if pool is not None and pool.pods_room_empty(job.per_pod, job.nz) < job.pods:
+        # the gang does not fit even on empty nodes: whoever runs, every search fails (on the nodes, after
+        # any quota check); remembered like any failure, though nothing but the inventory could change it
+        s.no_victims[key] = (s.flavor_gen[f], None, None)
+        return None
+    candidates, below = _candidates(s, job, f)
+    found = _search(s, job, f, candidates)
+    if found is None:
+        if len(s.no_victims) >= MAX_KNOWN_FAILURES:
+            s.no_victims.clear()
+        fair = any(reason == "fair-share" for _, reason in candidates)
+        s.no_victims[key] = (s.flavor_gen[f], s.group_gen.get(team.group, 0) if fair else None, below)
+    return found
+
+
+def _search(s: Scheduler, job: Job, f: int, candidates: list):
     if not candidates:
         return None
     everyone: dict[int, list[float]] = {}
@@ -44,17 +86,27 @@ def find_victims(s: Scheduler, job: Job, f: int):
             vec[r] += victim.total[r]
     if s.book.check(job.team.book, f, job.total, job.nz, everyone)[0] != FITS:
         return None  # not even evicting every candidate would make room in the quota
+    claimant_share = dominant_share(s.book, job.team.book, f, job.total)
+    # Only victims eligible before any of their team's work is gone can ever be taken: eligibility only narrows
+    # as more of a team's work is taken (its usage after eviction falls, and with it its share). So if evicting
+    # all of those would not make room, in the quota or on the nodes, no search can succeed (evicting fewer
+    # frees less). On the nodes this is asked without placing over every node: counted per distinct free
+    # vector and per node freed (NodePool.can_place).
+    eligible: dict[tuple, bool] = {}
+    possible = Trial(s, job, f)
+    for victim, reason in candidates:
+        size = (victim.team.idx, reason, tuple(victim.total))
+        ok = eligible.get(size)
+        if ok is None:
+            ok = eligible[size] = _eligible(s, job, victim, reason, {}, claimant_share)
+        if ok:
+            possible.add(victim)
+    if not possible.removed or possible.fits(whether=True) is False:
+        return None
     pool = s.pools[f]
-    if pool is not None:
-        everything = Trial(s, job, f)
-        for victim, _ in candidates:
-            everything.add(victim)
-        if everything.fits() is False:
-            return None  # nor on the nodes: evicting fewer frees less, so no search can succeed
     candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
     if pool is not None and job.pods > 1:
         candidates = _node_by_node(job, candidates, pool)
-    claimant_share = dominant_share(s.book, job.team.book, f, job.total)
     trial = Trial(s, job, f)
     chosen = []
     refused: dict[int, list] = {}  # team -> victim sizes found ineligible; evicting more never helps them
@@ -120,24 +172,28 @@ def _node_by_node(job: Job, candidates: list, pool) -> list:
     for candidate in candidates:
         for node in dict.fromkeys(candidate[0].nodes or ()):
             on_node.setdefault(node, []).append(candidate)
+    need = [per_pod[r] - EPS for r in nz]
+    pool_free = pool.free
     costs = []
     for node, here in on_node.items():
-        free = list(pool.free[node])
-        prefix = []
-        for victim, reason in here:
-            if all(free[r] >= per_pod[r] - EPS for r in nz):
+        base = pool_free[node]
+        free = [base[r] for r in nz]  # only what the pod asks for is ever read
+        taken = 0  # the first `taken` victims here make room
+        for victim, _ in here:
+            if all(a >= b for a, b in zip(free, need, strict=True)):
                 break
-            prefix.append((victim, reason))
+            taken += 1
             share = victim.nodes.count(node)
-            for r in victim.nz:
-                free[r] += victim.per_pod[r] * share
-        if all(free[r] >= per_pod[r] - EPS for r in nz):
-            top = max((v.priority for v, _ in prefix), default=float("-inf"))
-            costs.append((top, len(prefix), node, prefix))
+            more = victim.per_pod
+            for i, r in enumerate(nz):
+                free[i] += more[r] * share
+        if all(a >= b for a, b in zip(free, need, strict=True)):
+            top = max((here[i][0].priority for i in range(taken)), default=float("-inf"))
+            costs.append((top, taken, node, here))
     costs.sort(key=lambda c: c[:3])
     ordered, seen = [], set()
-    for _, _, _, prefix in costs:
-        for candidate in prefix:
+    for _, taken, _, here in costs:
+        for candidate in here[:taken]:
             if id(candidate[0]) not in seen:
                 seen.add(id(candidate[0]))
                 ordered.append(candidate)
@@ -212,10 +268,11 @@ class Trial:
                     (free[node][key] + before + EPS) // need
                 )
 
-    def fits(self, quick: bool = False):
+    def fits(self, quick: bool = False, whether: bool = False):
         """Nodes (None without a cluster) if the job fits once these victims are gone, else False.
 
-        With `quick`, only the quota and a count of pods that fit by the key resource are checked.
+        With `quick`, only the quota and a count of pods that fit by the key resource are checked. With
+        `whether`, None stands for the nodes: the placement is asked only whether it would succeed.
         """
         if self.pool is not None and self.pods_fit < self.job.pods:
             return False
@@ -226,6 +283,8 @@ class Trial:
             return None
         if quick:
             return None
+        if whether:
+            return None if self.pool.can_place(self.job.per_pod, self.job.nz, self.job.pods, self.extra) else False
         nodes = self.pool.place(self.job.per_pod, self.job.nz, self.job.pods, self.extra)
         return False if nodes is None else nodes
 
@@ -245,7 +304,9 @@ def _take(removed, victim: Job, sign: int) -> None:
         vec[r] += sign * victim.total[r]
 
 
-def _candidates(s: Scheduler, job: Job, f: int) -> list:
+def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None]:
+    """Who may be evicted for `job` on `f`, with the reason of each; and whether the team was found below its
+    fair share (None where that was not asked)."""
     team = job.team
     protected = s.protected
     out = []
@@ -264,27 +325,42 @@ def _candidates(s: Scheduler, job: Job, f: int) -> list:
     book = team.book
     cohort = book.cohort
     if cohort is None:
-        return out
+        return out, None
     usage, nominal = book.usage[f], book.nominal[f]
     takes = team.reclaim != "Never"
+    below = None
     if takes and all(usage[r] - freed[r] + job.total[r] <= nominal[r] + EPS for r in job.nz):
         reason = "reclaim"
-    elif takes and s.fair and _below_fair_share(s, job, f):
+    elif takes and s.fair and (below := _below_fair_share(s, job, f)):
         reason = "fair-share"
     elif team.borrow_within == "LowerPriority":
         reason = "priority"
     else:
-        return out
+        return out, below
     lower_only = reason == "priority" or team.reclaim == "LowerPriority"
-    for other in cohort.members:
-        if other is book or not other.borrowing(f, job.nz):
+    for other in _borrowers(s, cohort, f, job.nz):
+        if other is book:
             continue
         for victim in s.teams[other.idx].running[f]:
             if victim in protected or (lower_only and victim.priority >= job.priority):
                 continue
             if any(victim.total[r] > 0 for r in job.nz):
                 out.append((victim, reason))
-    return out
+    return out, below
+
+
+def _borrowers(s: Scheduler, cohort, f: int, nz) -> list:
+    """The cohort's members borrowing on `f` in any of `nz`, in member order; kept while nothing starts or
+    stops on `f` (usage on `f` changes only then)."""
+    key = (cohort.name, f, nz)
+    known = s.borrowers.get(key)
+    if known is not None and known[0] == s.flavor_gen[f]:
+        return known[1]
+    members = [other for other in cohort.members if other.borrowing(f, nz)]
+    if len(s.borrowers) >= MAX_KNOWN_FAILURES:
+        s.borrowers.clear()
+    s.borrowers[key] = (s.flavor_gen[f], members)
+    return members
 
 
 def _below_fair_share(s: Scheduler, job: Job, f: int) -> bool:

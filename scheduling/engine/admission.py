@@ -107,6 +107,7 @@ class Scheduler:
         # starts and stops per instance type, and per group (a fair-share search reads its cohort's usage on
         # every type). The cache is emptied whenever the protected set changes.
         self.flavor_gen = [0] * len(self.flavor_names)
+        self.team_gen: dict[tuple[int, int], int] = {}  # (team, flavor): its own starts and stops there
         self.group_gen: dict[object, int] = {}
         self.no_victims: dict[tuple, tuple] = {}
         self.borrowers: dict[tuple, tuple] = {}  # (cohort, flavor, resources) -> (flavor_gen, members borrowing)
@@ -210,6 +211,7 @@ class Scheduler:
     def _searched_stale(self, team: TeamState, flavor: int) -> None:
         """Work started or stopped on `flavor`: victim searches there may now find room or victims."""
         self.flavor_gen[flavor] += 1
+        self.team_gen[team.idx, flavor] = self.team_gen.get((team.idx, flavor), 0) + 1
         self.group_gen[team.group] = self.group_gen.get(team.group, 0) + 1
 
     def _protect(self, protected: set[Job], deferred: set[Job]) -> None:
@@ -254,9 +256,11 @@ class Scheduler:
         protected may now be evicted for good (without that, settling again would still change things).
         """
         self.now = now
-        start = len(self.log)
+        first = start = len(self.log)
         protected: set[Job] = set()
         deferred: set[Job] = set()
+        ever_protected: set[Job] = set()  # across the plain passes of this settle
+        ever_deferred: set[Job] = set()
         plain_passes = 0
         while True:  # a retry protects or defers more work, or spends one of the few plain passes: this ends
             mark = len(self.log)
@@ -264,10 +268,23 @@ class Scheduler:
             readmitted, undone = self._waste(start)
             wasted = readmitted - self.protected
             undone -= self.deferred
+            if not (wasted or undone) and start != first:
+                # A plain pass may readmit work that the protected pass before it evicted (or evict work it
+                # admitted): that earlier move was the waste. Start the settle over with it protected (deferred)
+                # as well, as long as that protects or defers something new.
+                readmitted, undone = self._waste(first)
+                if readmitted - ever_protected or undone - ever_deferred:
+                    start = first
+                    wasted, undone = readmitted - ever_protected, undone - ever_deferred
+                    protected, deferred = set(ever_protected), set(ever_deferred)
+                else:
+                    wasted, undone = set(), set()
             if wasted or undone:
                 self._undo(start)
                 protected |= wasted
                 deferred |= undone
+                ever_protected |= wasted
+                ever_deferred |= undone
                 self._protect(set(protected), set(deferred))
                 self.wake_all()
             elif (self.protected or self.deferred) and len(self.log) > mark and plain_passes < MAX_PLAIN_PASSES:

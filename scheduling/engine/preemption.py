@@ -51,7 +51,7 @@ def find_victims(s: Scheduler, job: Job, f: int):
     known = s.no_victims.get(key)
     if (
         known is not None
-        and known[0] == s.flavor_gen[f]
+        and (known[0] == s.flavor_gen[f] if known[3] == "type" else known[0] == s.team_gen.get((team.idx, f), 0))
         and (known[1] is None or known[1] == s.group_gen.get(team.group, 0))
         and (known[2] is None or known[2] == _below_fair_share(s, job, f))
     ):
@@ -62,15 +62,21 @@ def find_victims(s: Scheduler, job: Job, f: int):
     if pool is not None and pool.pods_room_empty(job.per_pod, job.nz) < job.pods:
         # the gang does not fit even on empty nodes: whoever runs, every search fails (on the nodes, after
         # any quota check); remembered like any failure, though nothing but the inventory could change it
-        s.no_victims[key] = (s.flavor_gen[f], None, None)
+        s.no_victims[key] = (s.flavor_gen[f], None, None, "type")
         return None
-    candidates, below = _candidates(s, job, f)
+    candidates, below, wide = _candidates(s, job, f)
     found = _search(s, job, f, candidates)
     if found is None:
         if len(s.no_victims) >= MAX_KNOWN_FAILURES:
             s.no_victims.clear()
-        fair = any(reason == "fair-share" for _, reason in candidates)
-        s.no_victims[key] = (s.flavor_gen[f], s.group_gen.get(team.group, 0) if fair else None, below)
+        if not candidates and not wide:
+            # nobody to evict, and the other teams were not read: only the team's own work on `f` (its usage,
+            # its lower-priority work) and whether it is below its fair share (read again) can change that,
+            # so other teams' starts and stops there (a cascade of reclaims) do not search it again
+            s.no_victims[key] = (s.team_gen.get((team.idx, f), 0), None, below, "team")
+        else:
+            fair = any(reason == "fair-share" for _, reason in candidates)
+            s.no_victims[key] = (s.flavor_gen[f], s.group_gen.get(team.group, 0) if fair else None, below, "type")
     return found
 
 
@@ -304,9 +310,9 @@ def _take(removed, victim: Job, sign: int) -> None:
         vec[r] += sign * victim.total[r]
 
 
-def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None]:
-    """Who may be evicted for `job` on `f`, with the reason of each; and whether the team was found below its
-    fair share (None where that was not asked)."""
+def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None, bool]:
+    """Who may be evicted for `job` on `f`, with the reason of each; whether the team was found below its
+    fair share (None where that was not asked); and whether other teams' work was looked at."""
     team = job.team
     protected = s.protected
     out = []
@@ -325,7 +331,7 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None]:
     book = team.book
     cohort = book.cohort
     if cohort is None:
-        return out, None
+        return out, None, False
     usage, nominal = book.usage[f], book.nominal[f]
     takes = team.reclaim != "Never"
     below = None
@@ -336,7 +342,7 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None]:
     elif team.borrow_within == "LowerPriority":
         reason = "priority"
     else:
-        return out, below
+        return out, below, False
     lower_only = reason == "priority" or team.reclaim == "LowerPriority"
     for other in _borrowers(s, cohort, f, job.nz):
         if other is book:
@@ -346,7 +352,7 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None]:
                 continue
             if any(victim.total[r] > 0 for r in job.nz):
                 out.append((victim, reason))
-    return out, below
+    return out, below, True
 
 
 def _borrowers(s: Scheduler, cohort, f: int, nz) -> list:

@@ -327,3 +327,18 @@ def test_a_longer_job_can_delay_nobody_where_a_shorter_one_delays_a_head():
     with_pruning, without = _with_and_without_pruning(data)
     assert with_pruning == without
     assert without["workloads"]["w13"]["admitted_at"] == 106  # admitted beside the refused w8
+
+
+def test_a_plain_pass_does_not_readmit_what_the_protected_pass_before_it_evicted():
+    """Found by the property above: the protected retry (w3 protected) let w4 evict w2; the plain pass after
+    it evicted w3 for w0 and readmitted w2 in the room, so w2 restarted for nothing. The settle now starts
+    over with w2 protected too."""
+    path = os.path.join(os.path.dirname(__file__), "regressions", "eviction-readmitted-after-protected-pass.json")
+    with open(path) as handle:
+        data = json.load(handle)
+    evicted = set()
+    for event in simulate_scenario(data)["events"]:
+        if event["type"] == "preempted":
+            evicted.add((event["t"], event["workload"]))
+        elif event["type"] == "admitted":
+            assert (event["t"], event["workload"]) not in evicted, event

@@ -316,7 +316,9 @@ def full_figures(figures: dict, admin, args, scheduler) -> None:
         }  # fmt: skip
         return
     figures["full cluster: first pass, 1,200 arrive"] = {
-        "median_s": round(time.perf_counter() - t0, 3), "cpu_s": round(time.process_time() - c0, 3), "finished": True
+        "median_s": round(time.perf_counter() - t0, 3),
+        "cpu_s": round(time.process_time() - c0, 3),
+        "finished": True,
     }
     figures["full cluster: first pass, 1,200 arrive"].update(
         admitted=result.admitted,
@@ -457,7 +459,11 @@ def main():
     report("scheduler pass, 1,000 new jobs")
     if not args.no_full:
         full_figures(figures, admin, args, scheduler)
-        for name in ("full cluster: first pass, 1,200 arrive", "full cluster: steady pass", "full cluster: state read whole"):
+        for name in (
+            "full cluster: first pass, 1,200 arrive",
+            "full cluster: steady pass",
+            "full cluster: state read whole",
+        ):
             if name in figures:
                 report(name)
         if not figures["full cluster: first pass, 1,200 arrive"]["finished"]:

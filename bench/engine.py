@@ -135,8 +135,12 @@ def philly_scenario(
             "duration": max(1, math.ceil(float(row["duration"]))),
         })  # fmt: skip
     teams = [
-        {"name": vc, "cohort": "philly" if shared else None, "quota": {"philly-8gpu": {"count": nodes}},
-         "reclaim_within_cohort": reclaim}
+        {
+            "name": vc,
+            "cohort": "philly" if shared else None,
+            "quota": {"philly-8gpu": {"count": nodes}},
+            "reclaim_within_cohort": reclaim,
+        }
         for vc, nodes in PHILLY_NODES.items()
     ]
     if one_queue:  # every job in one queue owning the whole cluster: gangs meet the small jobs head on
@@ -292,8 +296,9 @@ def bench_starvation(fraction: float, speedups=(4, 8), modes=("Never", "Any", "o
                 fig = starvation_figures(scenario, out)
                 load = offered_load(scenario)
                 print(
-                    f"{mode:>9} {'x' + format(speedup, 'g'):>7} {load:>5.2f} {backfill:>8} {len(scenario['workloads']):>6}"
-                    f" {cpu:>7.2f} {fig['gangs']:>9} {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
+                    f"{mode:>9} {'x' + format(speedup, 'g'):>7} {load:>5.2f} {backfill:>8}"
+                    f" {len(scenario['workloads']):>6} {cpu:>7.2f} {fig['gangs']:>9}"
+                    f" {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
                     f" {fig['avg_queue_s']:>11.1f} {fig['gpu_util_pct']:>10.1f}",
                     flush=True,
                 )

@@ -51,6 +51,7 @@ class TeamState:
 
 class Scheduler:
     prune_refused_shapes = True  # see _offer; the tests compare decisions with it off
+
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
         self.resources = resources

@@ -7,8 +7,9 @@ and all of the workload set so the growth of cost can be read off.
 
 Usage: .venv/bin/python bench/engine.py [--quick] [baseline] [large-scale] [philly] [starvation]
   starvation: the Philly trace in one shared cohort with arrivals compressed 4x and 8x, backfill none vs
-              reserve: the longest and p99 queueing delay of gangs of 32 GPUs or more, the mean delay of all
-              jobs and GPU utilization (not run by default)
+              reserve: the longest and p99 queueing delay of gangs of 32 GPUs or more, the longest of the other
+              jobs, how often a gang was overtaken by later jobs of its own team (most for one gang / in all),
+              the mean delay of all jobs and GPU utilization (not run by default)
               --setups=Never,Any,one queue  --speedups=4,8  --fraction=1.0 choose the runs (each line also
               prints the offered load: GPU-seconds asked over the arrival window per GPU-second the cluster has)
   --quick  runs baseline and a quarter of the others only (the full run adds Philly at 4x arrival rate)
@@ -253,10 +254,19 @@ def starvation_figures(scenario: dict, out: dict) -> dict:
     delays = {n: first[n] - submit[n] for n in first}
     gangs = sorted(d for n, d in delays.items() if gpus[n] >= 32)
     p99 = gangs[min(len(gangs) - 1, int(0.99 * len(gangs)))] if gangs else 0.0
+    # starvation proper: later jobs of the gang's own team that started before it
+    team = {w["name"]: w["team"] for w in scenario["workloads"]}
+    by_team: dict[str, list] = defaultdict(list)
+    for n in first:
+        by_team[team[n]].append((submit[n], first[n]))
+    overtaken = [sum(1 for s, a in by_team[team[n]] if s > submit[n] and a < first[n]) for n in first if gpus[n] >= 32]
     return {
         "gangs": len(gangs),
         "gang_max_delay_s": gangs[-1] if gangs else 0.0,
         "gang_p99_delay_s": p99,
+        "other_max_delay_s": max((d for n, d in delays.items() if gpus[n] < 32), default=0.0),
+        "gang_overtaken_max": max(overtaken, default=0),
+        "gang_overtaken_total": sum(overtaken),
         "avg_queue_s": sum(delays.values()) / max(1, len(delays)),
         "gpu_util_pct": philly_figures(scenario, out)["gpu_util_pct"],
         "never_started": len(scenario["workloads"]) - len(first),
@@ -283,7 +293,8 @@ def bench_starvation(fraction: float, speedups=(4, 8), modes=("Never", "Any", "o
     print(f"\n== Starvation: Philly, {fraction:g} of the trace, arrivals compressed ==")
     print(
         f"{'set-up':>9} {'speedup':>7} {'load':>5} {'backfill':>8} {'jobs':>6} {'CPU s':>7} {'gangs>=32':>9}"
-        f" {'gang max s':>10} {'gang p99 s':>10} {'avg queue s':>11} {'GPU util %':>10}",
+        f" {'gang max s':>10} {'gang p99 s':>10} {'other max s':>11} {'overtaken':>13} {'avg queue s':>11}"
+        f" {'GPU util %':>10}",
         flush=True,
     )
     for mode in modes:
@@ -299,6 +310,8 @@ def bench_starvation(fraction: float, speedups=(4, 8), modes=("Never", "Any", "o
                     f"{mode:>9} {'x' + format(speedup, 'g'):>7} {load:>5.2f} {backfill:>8}"
                     f" {len(scenario['workloads']):>6} {cpu:>7.2f} {fig['gangs']:>9}"
                     f" {fig['gang_max_delay_s']:>10.0f} {fig['gang_p99_delay_s']:>10.0f}"
+                    f" {fig['other_max_delay_s']:>11.0f}"
+                    f" {str(fig['gang_overtaken_max']) + ' / ' + str(fig['gang_overtaken_total']):>13}"
                     f" {fig['avg_queue_s']:>11.1f} {fig['gpu_util_pct']:>10.1f}",
                     flush=True,
                 )

@@ -85,7 +85,7 @@ class Scheduler:
         self.log: list[tuple] = []
         self.changes = 0
         self.demand_version: dict[object, int] = {}
-        self._fair_cache: dict[object, tuple[int, dict]] = {}
+        self._fair_cache: dict[object, tuple] = {}  # group -> (demand version, shares, demand)
         self.now = 0.0
         self.running_version: dict[tuple, int] = {}  # (flavor, group or None where shared) -> changes
         self.running_changes: dict[tuple, list | None] = {}  # the same key -> work started or stopped since read
@@ -728,6 +728,11 @@ class Scheduler:
                     [u + p for u, p in zip(urow, prow, strict=True)]
                     for urow, prow in zip(member.usage, state.pending_demand, strict=True)
                 ]
-            cached = (version, fair_shares(self.book, members, demand))
+            # Fair shares depend on the demand alone (and the configuration): an admission or an eviction moves
+            # demand between pending and running without changing it, so the shares stay as they were.
+            if cached is not None and cached[2] == demand:
+                cached = (version, cached[1], cached[2])
+            else:
+                cached = (version, fair_shares(self.book, members, demand), demand)
             self._fair_cache[group] = cached
         return cached[1][team.idx]

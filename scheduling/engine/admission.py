@@ -189,7 +189,7 @@ class Scheduler:
         self.changes += 1
         self._demand_changed(team)
         if team.book.cohort is not None and team.book.borrowing(flavor, job.nz):
-            self._wake(team.group, hopeful_only=not self.fair)
+            self._wake(team.group, hopeful_only=True)
 
     def _stop(self, job: Job, as_planned: bool = False) -> None:
         team, flavor = job.team, job.flavor
@@ -234,12 +234,28 @@ class Scheduler:
         if not blocked:
             return
         if hopeful_only:
-            hopeful = {i for i in blocked if self.teams[i].hopes_reclaim}
+            hopeful = {i for i in blocked if self._may_take_from_borrowers(self.teams[i])}
             self.dirty |= hopeful
             blocked -= hopeful
         else:
             self.dirty |= blocked
             blocked.clear()
+
+    def _may_take_from_borrowers(self, team: TeamState) -> bool:
+        """Whether new borrowed work in its cohort could be a victim for this blocked team: its head fits its
+        nominal quota (reclaim), or, with idle compute by fair share, the team is below its fair share on some
+        resource (fair-share victims) or evicts others' lower-priority borrowed work. Others wait for room:
+        a start takes room and gives none."""
+        if team.hopes_reclaim:
+            return True
+        if not self.fair:
+            return False
+        if team.borrow_within == "LowerPriority":
+            return True
+        share, usage = self.fair_share(team), team.book.usage
+        return any(
+            u < sh - EPS for row, srow in zip(usage, share, strict=True) for u, sh in zip(row, srow, strict=True)
+        )
 
     # ----- settling -------------------------------------------------------------------------------------
 

@@ -45,6 +45,11 @@ CHECK_SECONDS = 60.0  # full re-read and comparison (drift repair)
 HEARTBEAT_SECONDS = 15.0  # an idle scheduler still records a run this often (readiness looks at it)
 OBSERVE_SECONDS = 1.0  # how often a pass also asks the cluster itself
 FINGERPRINT_SECONDS = 1.0  # how often a pass checks the configuration fingerprint (a change also wakes it)
+# A pass's settle stops offering after this long: what it decided is written, the cluster is observed (work
+# that ended meanwhile is released) and the next pass goes on at once. Without a bound, a settle over a huge
+# backlog observes nothing while it runs, so ever more running work is past its expected end and every plan
+# gets dearer (seen with Kueue's large-scale scenario: a first pass that did not end in 4 minutes).
+SETTLE_BUDGET_S = 2.0
 EXPLAIN_ALL_SECONDS = 5.0  # every pending job's reason is refreshed this often; new ones at once
 IGNORED_EVENTS = (JobState.RUNNING,)  # admitted -> running changes nothing the engine holds
 
@@ -84,6 +89,7 @@ class PassResult:
     pending: int = 0
     changed_jobs: int = 0
     rebuilt: str = ""  # why the state was re-read whole this pass ("" = it was not)
+    cut: bool = False  # the settle reached SETTLE_BUDGET_S: the next pass observes the cluster and goes on at once
     drift: int = 0  # jobs the warm state had wrong (consistency check)
 
 
@@ -276,12 +282,17 @@ class WarmScheduler:
                     self.last_observed = time.monotonic()
                 self._bring_up_to_date(now, result)
                 explain_all = result.rebuilt or time.monotonic() - self.explained_at >= EXPLAIN_ALL_SECONDS
-                decisions = engine_warm.settle(
-                    self.state.scheduler,
-                    now.timestamp(),
-                    teams=False,
-                    explain_only=None if explain_all else self.state.followed,
-                )
+                self.state.scheduler.deadline = time.monotonic() + SETTLE_BUDGET_S
+                try:
+                    decisions = engine_warm.settle(
+                        self.state.scheduler,
+                        now.timestamp(),
+                        teams=False,
+                        explain_only=None if explain_all else self.state.followed,
+                    )
+                finally:
+                    self.state.scheduler.deadline = None
+                result.cut = self.state.scheduler.cut
                 if explain_all:
                     self.explained_at = time.monotonic()
                 applied = apply_decisions(decisions, self.state.rows, now=now)

@@ -10,6 +10,7 @@ re-checked when popped, since others' admissions may have used the room. A team 
 from __future__ import annotations
 
 import heapq
+import time
 from bisect import bisect_left, insort
 
 from . import preemption
@@ -81,6 +82,11 @@ class Scheduler:
         ]
         self.jobs: dict[str, Job] = {}
         self.dirty: set[int] = set()
+        # The live scheduler bounds a settle (time.monotonic() instant, or None: settle until nothing changes, as
+        # the specification says). A settle past it stops offering; what it decided stands, the teams not yet
+        # offered stay dirty for the next settle, and `cut` says so (the caller observes, then settles again).
+        self.deadline: float | None = None
+        self.cut = False
         self.blocked: dict[object, set[int]] = {}
         self.log: list[tuple] = []
         self.changes = 0
@@ -279,9 +285,12 @@ class Scheduler:
         ever_protected: set[Job] = set()  # across the plain passes of this settle
         ever_deferred: set[Job] = set()
         plain_passes = 0
+        self.cut = False
         while True:  # a retry protects or defers more work, or spends one of the few plain passes: this ends
             mark = len(self.log)
             self._settle_once(mark)
+            if self.cut:
+                break  # past the deadline: what was decided stands (a retry now could only undo it)
             readmitted, undone = self._waste(start)
             wasted = readmitted - self.protected
             undone -= self.deferred
@@ -358,8 +367,15 @@ class Scheduler:
         while budget > 0:
             if self.dirty:
                 dirty, self.dirty = self.dirty, set()
-                for idx in dirty:
+                for k, idx in enumerate(dirty):
+                    if self.deadline is not None and k % 16 == 0 and time.monotonic() > self.deadline:
+                        self.dirty |= set(list(dirty)[k:])
+                        break
                     self._offer(self.teams[idx], heap)
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self.cut = True
+                self.dirty.update(entry[2] for entry in heap)  # offered but not admitted: offered again next time
+                return
             if not heap and not (self.held_back and self._release_held()):
                 break
             if not heap:

@@ -44,7 +44,7 @@ class Command(BaseCommand):
         serve_cluster_wakeups_here()  # the carrier starts jobs here: their ends wake this process directly
         carrier = Carrier()
         leadership, scheduler = Leadership(), WarmScheduler(carry_out=carrier)
-        done, last_check, last_start, standing_by = 0, time.monotonic(), 0.0, False
+        done, last_check, last_start, standing_by, cut = 0, time.monotonic(), 0.0, False, False
         try:
             while not self.stopping and (not passes or done < passes):
                 if not leadership.held:
@@ -57,15 +57,20 @@ class Command(BaseCommand):
                     scheduler.drop("takeover" if standing_by else "start")
                     last_check = time.monotonic()
                 gap = min_gap - (time.monotonic() - last_start)
-                if gap > 0:
+                if gap > 0 and not cut:
                     time.sleep(gap)  # let a burst of submits gather into one pass
-                triggers = wait_for_wake(idle)
+                # after a pass cut short by its settle budget: no waiting, and the cluster is observed first
+                triggers = wait_for_wake(0.0 if cut else idle) + (["continue", "cluster"] if cut else [])
                 if any(t.startswith("config") for t in triggers):
                     scheduler.drop("configuration changed")
                 last_start = time.monotonic()
                 try:
-                    scheduler.run_pass(trigger=triggers[0] if triggers else "idle", observe="cluster" in triggers)
+                    result = scheduler.run_pass(
+                        trigger=triggers[0] if triggers else "idle", observe="cluster" in triggers
+                    )
+                    cut = result.cut
                 except Exception:
+                    cut = False
                     log.exception("scheduler pass failed; the next pass re-reads the whole state")
                     time.sleep(0.5)
                 done += 1

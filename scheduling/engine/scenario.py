@@ -26,7 +26,11 @@ WITHIN_TEAM = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 
 
 class ScenarioError(ValueError):
-    """A malformed scenario; the message is one line that names the offending path."""
+    """A malformed scenario; the message is one line that names the offending path. Control characters that
+    came from the file (a key with a line break in it, say) are shown escaped, so the line stays one line."""
+
+    def __init__(self, message: str):
+        super().__init__("".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in message))
 
 
 @dataclass

@@ -442,7 +442,9 @@ class Scheduler:
                     continue
                 shape = job.sig[:4]
                 key = (shape, job.submit) if newer else shape
-                plan = plans[key] if key in plans else plans.setdefault(key, self.plan(job))
+                if key not in plans:
+                    plans[key] = self.plan(job)
+                plan = plans[key]
                 if plan is not None and not plan[3]:
                     length = INF if job.duration is None else job.duration
                     first = refused.get(shape)

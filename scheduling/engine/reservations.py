@@ -421,9 +421,7 @@ class Timeline:
         n, at = len(events), None
         need = self.need
         if need:
-            key, shadow = self.key, self.shadow
-            free = self.s.pools[f].free
-            count = self.pods
+            key, free, count = self.key, self.s.pools[f].free, self.pods
         log = self.log
         while i < n and events[i][0] <= until:
             at = events[i][0]
@@ -440,15 +438,8 @@ class Timeline:
                 log.append((job, f, nodes, sign, False))
                 if need and nodes:
                     amount = sign * job.per_pod[key]
-                    for node in nodes:  # as _count: node by node, in order
-                        old = shadow.get(node)
-                        if old is None:
-                            old = free[node][key]
-                        new = old - amount
-                        if -EPS < new < EPS:
-                            new = 0.0
-                        shadow[node] = new
-                        count += int((new + EPS) // need) - int((old + EPS) // need)
+                    for node in nodes:
+                        count += self._shift(node, amount, free)
                 i += 1
             if pods is not None and count >= pods:
                 break
@@ -472,19 +463,24 @@ class Timeline:
             self.saved_totals = (list(book.used[f]), list(book.excess_total[f]))
 
     def _count(self, job: Job, nodes, sign: int) -> None:
-        """Keep `pods` as the nodes change; the same arithmetic, in the same order, as NodePool.take."""
-        key, need, shadow = self.key, self.need, self.shadow
+        """Keep `pods` as the nodes change."""
         free = self.s.pools[self.f].free
-        amount = sign * job.per_pod[key]
+        amount = sign * job.per_pod[self.key]
         for node in nodes:
-            old = shadow.get(node)
-            if old is None:
-                old = free[node][key]
-            new = old - amount
-            if -EPS < new < EPS:
-                new = 0.0
-            shadow[node] = new
-            self.pods += int((new + EPS) // need) - int((old + EPS) // need)
+            self.pods += self._shift(node, amount, free)
+
+    def _shift(self, node: int, amount: float, free) -> int:
+        """Take `amount` of the key resource on `node` (the same arithmetic, in the same order, as
+        NodePool.take); returns how many more pods of `need` fit there."""
+        shadow, need = self.shadow, self.need
+        old = shadow.get(node)
+        if old is None:
+            old = free[node][self.key]
+        new = old - amount
+        if -EPS < new < EPS:
+            new = 0.0
+        shadow[node] = new
+        return int((new + EPS) // need) - int((old + EPS) // need)
 
     def sync(self) -> None:
         log, pools = self.log, self.s.pools

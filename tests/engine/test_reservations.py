@@ -157,8 +157,12 @@ def test_without_reservations_the_gang_can_starve_and_with_them_it_cannot():
 def test_no_eviction_is_undone_at_the_same_instant(data):
     """A workload evicted and readmitted within one settle would restart for nothing: it never happens."""
     data["until"] = 200
+    _assert_no_eviction_undone(simulate_scenario(data))
+
+
+def _assert_no_eviction_undone(out):
     evicted = set()
-    for event in simulate_scenario(data)["events"]:
+    for event in out["events"]:
         if event["type"] == "preempted":
             evicted.add((event["t"], event["workload"]))
         elif event["type"] == "admitted":
@@ -321,10 +325,7 @@ def test_skipping_candidates_a_reservation_refuses_decides_as_trying_each(data):
 def test_a_longer_job_can_delay_nobody_where_a_shorter_one_delays_a_head():
     """Why only a refusal by the first head prunes: here w8 (18 s) would delay t1's head w10, yet w13 (100 s,
     the same shape) delays nobody it must respect, because it pushes t0's head w3 past w10's whole run."""
-    path = os.path.join(os.path.dirname(__file__), "regressions", "longer-job-delays-nobody.json")
-    with open(path) as handle:
-        data = json.load(handle)
-    with_pruning, without = _with_and_without_pruning(data)
+    with_pruning, without = _with_and_without_pruning(_regression("longer-job-delays-nobody.json"))
     assert with_pruning == without
     assert without["workloads"]["w13"]["admitted_at"] == 106  # admitted beside the refused w8
 
@@ -333,12 +334,9 @@ def test_a_plain_pass_does_not_readmit_what_the_protected_pass_before_it_evicted
     """Found by the property above: the protected retry (w3 protected) let w4 evict w2; the plain pass after
     it evicted w3 for w0 and readmitted w2 in the room, so w2 restarted for nothing. The settle now starts
     over with w2 protected too."""
-    path = os.path.join(os.path.dirname(__file__), "regressions", "eviction-readmitted-after-protected-pass.json")
-    with open(path) as handle:
-        data = json.load(handle)
-    evicted = set()
-    for event in simulate_scenario(data)["events"]:
-        if event["type"] == "preempted":
-            evicted.add((event["t"], event["workload"]))
-        elif event["type"] == "admitted":
-            assert (event["t"], event["workload"]) not in evicted, event
+    _assert_no_eviction_undone(simulate_scenario(_regression("eviction-readmitted-after-protected-pass.json")))
+
+
+def _regression(name: str) -> dict:
+    with open(os.path.join(os.path.dirname(__file__), "regressions", name)) as handle:
+        return json.load(handle)

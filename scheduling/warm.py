@@ -50,7 +50,7 @@ FINGERPRINT_SECONDS = 1.0  # how often a pass checks the configuration fingerpri
 # backlog observes nothing while it runs, so ever more running work is past its expected end and every plan
 # gets dearer (seen with Kueue's large-scale scenario: a first pass that did not end in 4 minutes).
 SETTLE_BUDGET_S = 2.0
-EXPLAIN_ALL_SECONDS = 5.0  # every pending job's reason is refreshed this often; new ones at once
+EXPLAIN_ALL_SECONDS = 5.0  # every pending job's reason refreshed this often (or 10x its cost); new ones at once
 IGNORED_EVENTS = (JobState.RUNNING,)  # admitted -> running changes nothing the engine holds
 
 
@@ -261,6 +261,7 @@ class WarmScheduler:
         self.heartbeat_seconds = heartbeat_seconds
         self.last_recorded = 0.0
         self.last_observed = self.last_fingerprint = self.explained_at = 0.0
+        self.explain_every = EXPLAIN_ALL_SECONDS
         self.reload_reason = "start"
 
     def drop(self, reason: str) -> None:
@@ -281,20 +282,24 @@ class WarmScheduler:
                     _observe(now)  # asked by a cluster wake-up, else once a second as a safety net
                     self.last_observed = time.monotonic()
                 self._bring_up_to_date(now, result)
-                explain_all = result.rebuilt or time.monotonic() - self.explained_at >= EXPLAIN_ALL_SECONDS
+                explain_all = result.rebuilt or time.monotonic() - self.explained_at >= self.explain_every
                 self.state.scheduler.deadline = time.monotonic() + SETTLE_BUDGET_S
                 try:
                     decisions = engine_warm.settle(
-                        self.state.scheduler,
-                        now.timestamp(),
-                        teams=False,
-                        explain_only=None if explain_all else self.state.followed,
+                        self.state.scheduler, now.timestamp(), teams=False, explain_only=self.state.followed
                     )
                 finally:
                     self.state.scheduler.deadline = None
                 result.cut = self.state.scheduler.cut
                 if explain_all:
+                    # every pending job's reason; on a huge backlog this costs seconds, so it is refreshed at
+                    # most once per ten times its own cost (the scheduler spends at most a tenth of its time on
+                    # it; new and changed jobs are still explained at once, above)
+                    t1 = time.monotonic()
+                    engine_state = self.state.scheduler
+                    decisions.reasons.update(engine_warm.reasons_for(engine_state, list(engine_state.jobs)))
                     self.explained_at = time.monotonic()
+                    self.explain_every = max(EXPLAIN_ALL_SECONDS, 10 * (self.explained_at - t1))
                 applied = apply_decisions(decisions, self.state.rows, now=now)
                 self._after_apply(decisions, applied, now.timestamp())
                 result.admitted, result.preempted = len(applied.admitted), len(applied.preempted)

@@ -42,6 +42,9 @@ class TeamState:
         self.reclaim = team.reclaim_within_cohort
         self.borrow_within = team.borrow_within_cohort
         self.version = 0
+        self.usage_gen = 0  # counts its starts and stops (what its dominant share is cached against)
+        self.share: tuple[int, float] = (-1, 0.0)  # (usage_gen, dominant share) once asked
+        self.spare: dict[int, tuple[int, list[Job]]] = {}  # flavor -> (its team_gen, work it can give up there)
         self.hopes_reclaim = False
         self.group = book.cohort.name if book.cohort is not None else ("alone", book.idx)
 
@@ -118,6 +121,7 @@ class Scheduler:
         self.group_gen: dict[object, int] = {}
         self.no_victims: dict[tuple, tuple] = {}
         self.borrowers: dict[tuple, tuple] = {}  # (cohort, flavor, resources) -> (flavor_gen, members borrowing)
+        self.ranked: dict[tuple, tuple] = {}  # the same key -> ((flavor_gen, group_gen), [(share, member)] by share)
         self.searches = [0, 0]  # victim searches run, and skipped as known to fail
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
 
@@ -218,6 +222,7 @@ class Scheduler:
     def _searched_stale(self, team: TeamState, flavor: int) -> None:
         """Work started or stopped on `flavor`: victim searches there may now find room or victims."""
         self.flavor_gen[flavor] += 1
+        team.usage_gen += 1
         self.team_gen[team.idx, flavor] = self.team_gen.get((team.idx, flavor), 0) + 1
         self.group_gen[team.group] = self.group_gen.get(team.group, 0) + 1
 
@@ -368,11 +373,11 @@ class Scheduler:
             if self.dirty:
                 dirty, self.dirty = self.dirty, set()
                 for k, idx in enumerate(dirty):
-                    if self.deadline is not None and k % 16 == 0 and time.monotonic() > self.deadline:
+                    if self._past_deadline(start) and k % 16 == 0:
                         self.dirty |= set(list(dirty)[k:])
                         break
                     self._offer(self.teams[idx], heap)
-            if self.deadline is not None and time.monotonic() > self.deadline:
+            if self._past_deadline(start):
                 self.cut = True
                 self.dirty.update(entry[2] for entry in heap)  # offered but not admitted: offered again next time
                 return
@@ -395,6 +400,12 @@ class Scheduler:
             budget -= 1 + len(plan[3])
             self._admit(job, plan)
             self.dirty.add(idx)
+
+    def _past_deadline(self, start: int) -> bool:
+        """Whether the settle should stop here: past the deadline, and once it has decided something (a pass
+        cut before its first admission would leave the next pass the same work again, and no pass would ever
+        admit anything)."""
+        return self.deadline is not None and len(self.log) > start and time.monotonic() > self.deadline
 
     def _release_held(self) -> bool:
         """Offer again the teams whose holding reservation moved later or went (an admission that need not
@@ -748,6 +759,27 @@ class Scheduler:
         return self.planner.plan(heads, None, plan, keep)
 
     # ----- fair share -----------------------------------------------------------------------------------
+
+    def dominant_share(self, team: TeamState) -> float:
+        """The team's dominant share now (fairshare.dominant_share), kept until its usage next changes."""
+        gen, share = team.share
+        if gen != team.usage_gen:
+            share = dominant_share(self.book, team.book)
+            team.share = (team.usage_gen, share)
+        return share
+
+    def spare_work(self, team: TeamState, f: int) -> list[Job]:
+        """The team's running work on `f` whose eviction alone leaves it at or above its nominal quota on every
+        resource that work uses: the only work of a team another team's fair-share or lower-priority claim can
+        take (taking more of its work first only lowers its usage further). Kept until it starts or stops
+        work on `f`."""
+        gen = self.team_gen.get((team.idx, f), 0)
+        known = team.spare.get(f)
+        if known is None or known[0] != gen:
+            usage, nominal = team.book.usage[f], team.book.nominal[f]
+            work = [job for job in team.running[f] if all(usage[r] - job.total[r] >= nominal[r] - EPS for r in job.nz)]
+            known = team.spare[f] = (gen, work)
+        return known[1]
 
     def fair_share(self, team: TeamState):
         group = team.group

@@ -62,26 +62,30 @@ class NodePool:
         if self._moved:
             self._refile()
         key, need = self.key, per_pod[self.key]
-        boosted, order = None, ()
+        free = self.free
+        order = ()
         if extra:
-            boosted = {n: [a + b for a, b in zip(self.free[n], more, strict=True)] for n, more in extra.items()}
+            # the nodes it adds to (some resource above 0), tightest first, as best fit wants
             order = sorted(
-                (n for n, more in extra.items() if any(b > 0 for b in more)), key=lambda n: (boosted[n][key], n)
+                (n for n, more in extra.items() if max(more) > 0),
+                key=lambda n: (free[n][key] + extra[n][key], n),
             )
-        candidates = [
-            nodes
-            for k in sorted(self.buckets)
-            if k + EPS >= need
-            for vector, nodes in sorted(self.buckets[k].items())
-            if all(vector[r] + EPS >= per_pod[r] for r in nz)
-        ]
+        candidates = None  # the filed buckets that fit one pod, listed once some pod needs them
         placed: dict[int, int] = {}
         out: list[int] = []
         for _ in range(pods):
-            node = self._first_fit(order, per_pod, nz, placed, boosted)
+            node = self._first_fit(order, per_pod, nz, placed, extra)
             if node is None:
+                if candidates is None:
+                    candidates = [
+                        nodes
+                        for k in sorted(self.buckets)
+                        if k + EPS >= need
+                        for vector, nodes in sorted(self.buckets[k].items())
+                        if all(vector[r] + EPS >= per_pod[r] for r in nz)
+                    ]
                 for bucket in candidates:
-                    node = self._first_fit(bucket, per_pod, nz, placed, boosted)
+                    node = self._first_fit(bucket, per_pod, nz, placed, extra)
                     if node is not None:
                         break
             if node is None:
@@ -90,13 +94,15 @@ class NodePool:
             out.append(node)
         return out
 
-    def _first_fit(self, nodes, per_pod, nz, placed, boosted) -> int | None:
+    def _first_fit(self, nodes, per_pod, nz, placed, extra) -> int | None:
         for node in nodes:
-            free = boosted.get(node) if boosted else None
-            if free is None:
-                free = self.free[node]
+            free = self.free[node]
+            more = extra.get(node) if extra else None
             already = placed.get(node, 0) + 1
-            if all(free[r] - already * per_pod[r] >= -EPS for r in nz):
+            if more is None:
+                if all(free[r] - already * per_pod[r] >= -EPS for r in nz):
+                    return node
+            elif all(free[r] + more[r] - already * per_pod[r] >= -EPS for r in nz):
                 return node
         return None
 

@@ -64,19 +64,19 @@ def find_victims(s: Scheduler, job: Job, f: int):
         # any quota check); remembered like any failure, though nothing but the inventory could change it
         s.no_victims[key] = (s.flavor_gen[f], None, None, "type")
         return None
-    candidates, below, wide = _candidates(s, job, f)
+    candidates, below, claim, shares_read = _candidates(s, job, f)
     found = _search(s, job, f, candidates)
     if found is None:
         if len(s.no_victims) >= MAX_KNOWN_FAILURES:
             s.no_victims.clear()
-        if not candidates and not wide:
+        if not candidates and claim is None:
             # nobody to evict, and the other teams were not read: only the team's own work on `f` (its usage,
             # its lower-priority work) and whether it is below its fair share (read again) can change that,
             # so other teams' starts and stops there (a cascade of reclaims) do not search it again
             s.no_victims[key] = (s.team_gen.get((team.idx, f), 0), None, below, "team")
         else:
-            fair = any(reason == "fair-share" for _, reason in candidates)
-            s.no_victims[key] = (s.flavor_gen[f], s.group_gen.get(team.group, 0) if fair else None, below, "type")
+            group = s.group_gen.get(team.group, 0) if shares_read else None
+            s.no_victims[key] = (s.flavor_gen[f], group, below, "type")
     return found
 
 
@@ -273,6 +273,8 @@ class Trial:
                 self.pods_fit += int((free[node][key] + vec[key] + EPS) // need) - int(
                     (free[node][key] + before + EPS) // need
                 )
+            if sign < 0 and not any(vec):
+                del self.extra[node]  # given back whole: placements need not visit it (it adds nothing)
 
     def fits(self, quick: bool = False, whether: bool = False):
         """Nodes (None without a cluster) if the job fits once these victims are gone, else False.
@@ -310,9 +312,11 @@ def _take(removed, victim: Job, sign: int) -> None:
         vec[r] += sign * victim.total[r]
 
 
-def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None, bool]:
+def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None, str | None, bool]:
     """Who may be evicted for `job` on `f`, with the reason of each; whether the team was found below its
-    fair share (None where that was not asked); and whether other teams' work was looked at."""
+    fair share (None where that was not asked); the reason other teams' work was looked at for ("reclaim",
+    "fair-share" or "priority"; None where it was not); and whether their dominant shares (read on every
+    type) chose among them."""
     team = job.team
     protected = s.protected
     out = []
@@ -331,7 +335,7 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None, bool
     book = team.book
     cohort = book.cohort
     if cohort is None:
-        return out, None, False
+        return out, None, None, False
     usage, nominal = book.usage[f], book.nominal[f]
     takes = team.reclaim != "Never"
     below = None
@@ -342,17 +346,30 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None, bool
     elif team.borrow_within == "LowerPriority":
         reason = "priority"
     else:
-        return out, below, False
+        return out, below, None, False
     lower_only = reason == "priority" or team.reclaim == "LowerPriority"
-    for other in _borrowers(s, cohort, f, job.nz):
-        if other is book:
-            continue
-        for victim in s.teams[other.idx].running[f]:
+    if reason == "fair-share":
+        # A fair-share victim's team keeps a share at least the claimant's after the eviction, and an eviction
+        # only lowers a share: borrowers are read highest share first, and those below the claimant's share
+        # are passed over whole. (A team of weight 0 that borrows has an infinite share: it comes first.)
+        floor = dominant_share(s.book, book, f, job.total) - EPS
+        ranked = _ranked_borrowers(s, cohort, f, job.nz)
+        others = [other for share, other in ranked if share >= floor and other is not book]
+        shares_read = any(other is not book for _, other in ranked)
+    else:
+        others = [other for other in _borrowers(s, cohort, f, job.nz) if other is not book]
+        shares_read = False
+    for other in others:
+        state = s.teams[other.idx]
+        # a reclaim takes any of a borrower's work; other claims only work whose eviction leaves its team at or
+        # above its nominal quota (Scheduler.spare_work)
+        work = state.running[f] if reason == "reclaim" else s.spare_work(state, f)
+        for victim in work:
             if victim in protected or (lower_only and victim.priority >= job.priority):
                 continue
             if any(victim.total[r] > 0 for r in job.nz):
                 out.append((victim, reason))
-    return out, below, True
+    return out, below, reason, shares_read
 
 
 def _borrowers(s: Scheduler, cohort, f: int, nz) -> list:
@@ -367,6 +384,24 @@ def _borrowers(s: Scheduler, cohort, f: int, nz) -> list:
         s.borrowers.clear()
     s.borrowers[key] = (s.flavor_gen[f], members)
     return members
+
+
+def _ranked_borrowers(s: Scheduler, cohort, f: int, nz) -> list[tuple[float, object]]:
+    """_borrowers as (dominant share, team book), highest share first; kept while nothing starts or stops on
+    `f` nor anywhere in the cohort (shares read usage on every type)."""
+    key = (cohort.name, f, nz)
+    gens = (s.flavor_gen[f], s.group_gen.get(cohort.name, 0))
+    known = s.ranked.get(key)
+    if known is not None and known[0] == gens:
+        return known[1]
+    ranked = sorted(
+        ((s.dominant_share(s.teams[other.idx]), other) for other in _borrowers(s, cohort, f, nz)),
+        key=lambda pair: (-pair[0], pair[1].idx),
+    )
+    if len(s.ranked) >= MAX_KNOWN_FAILURES:
+        s.ranked.clear()
+    s.ranked[key] = (gens, ranked)
+    return ranked
 
 
 def _below_fair_share(s: Scheduler, job: Job, f: int) -> bool:

@@ -4,6 +4,7 @@
 change a decision: the cache is checked against the engine without it on many random scenarios (hypothesis),
 as in test_invariants, and can_place against place itself."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,3 +99,75 @@ def test_can_place_answers_as_place_does(data):
     assert pool.can_place(per_pod, nz, pods, extra) == (placed is not None)
     if pool.pods_room_empty(per_pod, nz) < pods:  # (in the engine `extra` gives back only what runs there)
         assert pool.place(per_pod, nz, pods) is None
+
+
+def _every_borrowers_work(s, job, f, reason):
+    """The candidates as listed before borrowers were filtered: every running job of every other cohort member
+    borrowing on `f` in one of the claimant's resources (preemption._candidates without the filters)."""
+    book = job.team.book
+    lower_only = reason == "priority" or job.team.reclaim == "LowerPriority"
+    out = []
+    for other in book.cohort.members:
+        if other is book or not other.borrowing(f, job.nz):
+            continue
+        for victim in s.teams[other.idx].running[f]:
+            if victim in s.protected or (lower_only and victim.priority >= job.priority):
+                continue
+            if any(victim.total[r] > 0 for r in job.nz):
+                out.append((victim, reason))
+    return out
+
+
+def _contended(seed: int) -> dict:
+    """A cohort under fair share where most teams borrow and gangs wait: many fair-share searches, with
+    borrowers above and below the claimant's share and work its team could or could not give up."""
+    import random
+
+    rng = random.Random(seed)
+    types = [{"name": f"t{i}", "count": rng.randint(2, 6), "capacity": {"gpu": rng.choice([4, 8]), "memory": 64}}
+             for i in range(rng.randint(1, 2))]  # fmt: skip
+    teams = [{"name": f"team{j}", "fair_share_weight": rng.choice([0, 1, 1, 2, 3]),
+              "preempt_team_tasks": rng.choice(["Never", "LowerPriority"]),
+              "borrow_within_cohort": rng.choice(["Never", "LowerPriority"]),
+              "quota": {t["name"]: {"gpu": rng.randint(0, t["capacity"]["gpu"] * t["count"] // 2)} for t in types}}
+             for j in range(rng.randint(2, 6))]  # fmt: skip
+    workloads = [{"name": f"w{k}", "team": rng.choice(teams)["name"], "priority": rng.randint(0, 2),
+                  "submit": rng.randint(0, 40), "pods": rng.choice([1, 1, 2, 4]),
+                  "requests": {"gpu": rng.randint(1, 8), **({"memory": 16} if rng.random() < .5 else {})},
+                  "instance_type": rng.choice(types)["name"], "duration": rng.choice([5, 10, 30, 60])}
+                 for k in range(rng.randint(10, 60))]  # fmt: skip
+    for w in workloads:
+        t = next(t for t in types if t["name"] == w["instance_type"])
+        w["requests"]["gpu"] = min(w["requests"]["gpu"], t["capacity"]["gpu"])
+    return {"cluster": {"instance_types": types}, "policy": {"idle_compute": "fair-share"}, "teams": teams,
+            "workloads": workloads, "until": 150}  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_borrowers_passed_over_could_never_be_victims(seed):
+    data = _contended(seed)
+    """The search passes over fair-share borrowers whose share is below the claimant's, and work whose eviction
+    would push its team below its nominal quota (Scheduler.spare_work). Every candidate passed over must be one
+    that _eligible refuses even with nothing else evicted, so the search's answer cannot change; checked on
+    every search of random runs."""
+    from scheduling.engine import preemption
+    from scheduling.engine.fairshare import dominant_share
+
+    original = preemption._candidates
+
+    def candidates(s, job, f):
+        out, below, reason, shares_read = original(s, job, f)
+        cross = [c for c in out if c[0].team is not job.team]
+        if reason is not None and reason != "reclaim":
+            kept = {id(v) for v, _ in cross}
+            claimant = dominant_share(s.book, job.team.book, f, job.total)
+            for victim, why in _every_borrowers_work(s, job, f, reason):
+                if id(victim) not in kept:
+                    assert not preemption._eligible(s, job, victim, why, {}, claimant), (job.name, victim.name)
+        return out, below, reason, shares_read
+
+    preemption._candidates = candidates
+    try:
+        Simulation(parse_scenario(data)).run()
+    finally:
+        preemption._candidates = original

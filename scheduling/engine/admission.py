@@ -23,6 +23,7 @@ from .reservations import Extra, Plan, Planner, Timeline, end_of, planning_key
 
 MAX_PLAIN_PASSES = 4  # after a settle that needed protection from wasted evictions (see settle)
 MAX_RUNNING_CHANGES = 4096  # starts and stops kept for the planner's list of ends, per instance type and scope
+MAX_REMEMBERED_REFUSALS = 1 << 16  # refused trials kept (emptied beyond that; they are tried again)
 MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
@@ -55,6 +56,7 @@ class TeamState:
 
 class Scheduler:
     prune_refused_shapes = True  # see _offer; the tests compare decisions with it off
+    remember_refusals = True  # see reservation_blocker; the tests compare decisions with it off
 
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
@@ -124,6 +126,9 @@ class Scheduler:
         self.ranked: dict[tuple, tuple] = {}  # the same key -> ((flavor_gen, group_gen), [(share, member)] by share)
         self.searches = [0, 0]  # victim searches run, and skipped as known to fail
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
+        # Trial plans that refused a workload, kept while what they read is unchanged (see reservation_blocker):
+        # (workload, instance type, nodes) -> (what the trial read, the head it would delay)
+        self.refusals: dict[tuple, tuple] = {}
 
     # ----- workloads coming and going -------------------------------------------------------------------
 
@@ -625,6 +630,13 @@ class Scheduler:
         if quota_only and all(h.start <= self.now for h in crossed) and self._fits_beside_holds(job, f, nodes, base):
             self._trials[job] = (self._token(scope), base)
             return None
+        remembered = None
+        if self.remember_refusals and job not in base.holds:
+            remembered = (job.seq, f, tuple(nodes) if nodes else None)
+            read = self._refusal_reads(base, f, rivals)
+            known = self.refusals.get(remembered)
+            if known is not None and known[0] == read:
+                return known[1]
         heads = [h for h in base.heads if h is not job]
         # Heads before the first whose hold W crosses keep their holds; the trial stops at the first rival it
         # delays, else it plans every head and is kept as the plan once W is admitted.
@@ -634,9 +646,44 @@ class Scheduler:
         trial = self.planner.plan(heads, Extra(job, f, nodes, end), base, keep, rival_set)
         late = [h for h in rivals if trial.start(h) > base.start(h) + EPS]
         if late:
-            return min(late, key=planning_key)
+            blocker = min(late, key=planning_key)
+            if remembered is not None:
+                if len(self.refusals) >= MAX_REMEMBERED_REFUSALS:
+                    self.refusals.clear()
+                self.refusals[remembered] = (read, blocker)
+            return blocker
         self._trials[job] = (self._token(scope), trial)
         return None
+
+    def _refusal_reads(self, base: Plan, f: int, rivals: list[Job]) -> tuple:
+        """What a trial of a workload (not itself a head) on `f` reads, beyond the workload: the instance types
+        its outcome can depend on, their state and the holds on them, and the rivals held there.
+
+        The trial only takes room on `f`. While the plan is monotone a head held elsewhere keeps its hold
+        without a search; once a head on `f` moves, later heads are planned again, and a head that can use
+        only types the trial does not touch gets the hold it has in the plan (its type's state and the holds
+        before it there are the plan's). So the trial reads `f`, and, through the heads that may run on
+        several types, every type such a head links to `f` (transitively). On each: the starts and stops
+        there (flavor_gen: usage, nodes, running work and its ends), and the holds; and the time. Rivals held
+        on other types cannot be delayed by it. A refusal is kept while all of that is the same: in a
+        cascade of reclaims on one type, workloads refused on the others are not tried again."""
+        types = {f}
+        grown = True
+        while grown:
+            grown = False
+            for head in base.heads:
+                wants = self.flavors_for(head)
+                if len(wants) > 1 and types.intersection(wants) and not types.issuperset(wants):
+                    types.update(wants)
+                    grown = True
+        holds = []
+        for head in base.heads:
+            hold = base.holds.get(head)
+            if hold is not None and hold.f in types:
+                holds.append((head.seq, hold.f, hold.start, hold.end, tuple(hold.nodes) if hold.nodes else None))
+        held = tuple(r.seq for r in rivals if (hold := base.holds.get(r)) is not None and hold.f in types)
+        ordered = sorted(types)
+        return (self.now, tuple(ordered), tuple(self.flavor_gen[t] for t in ordered), tuple(holds), held)
 
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
         if self.fair:

@@ -428,5 +428,11 @@ def _eligible(s: Scheduler, job: Job, victim: Job, reason: str, removed, claiman
         return True
     if other.weight == 0 and job.team.book.weight > 0:
         return True
+    # A team *above* the claimant: its share now is higher, strictly. Equal shares (the same borrowing weighed
+    # the same, or both dominated by what they borrow on another type) would swap work for nothing, and the
+    # victim could at once take it back: the two would evict each other pass after pass. With the condition
+    # after admission below, no victim can ever turn round (it would need to be above the claimant then).
+    if s.dominant_share(victim.team) <= s.dominant_share(job.team) + EPS:
+        return False
     delta = [a - u for a, u in zip(after, other.usage[f], strict=True)]
     return dominant_share(s.book, other, f, delta) >= claimant_share - EPS

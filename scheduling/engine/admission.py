@@ -47,6 +47,8 @@ class TeamState:
         self.share: tuple[int, float] = (-1, 0.0)  # (usage_gen, dominant share) once asked
         self.spare: dict[int, tuple[int, list[Job]]] = {}  # flavor -> (its team_gen, work it can give up there)
         self.hopes_reclaim = False
+        self.wants: set[int] = set()  # once blocked: the instance types its candidates could run on
+        self.shielded = False  # once blocked: whether work was protected from eviction (or deferred) then
         self.group = book.cohort.name if book.cohort is not None else ("alone", book.idx)
 
     @property
@@ -57,6 +59,7 @@ class TeamState:
 class Scheduler:
     prune_refused_shapes = True  # see _offer; the tests compare decisions with it off
     remember_refusals = True  # see reservation_blocker; the tests compare decisions with it off
+    narrow_wakes = True  # see _stop; the tests compare decisions with it off
 
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
@@ -204,7 +207,7 @@ class Scheduler:
         self.changes += 1
         self._demand_changed(team)
         if team.book.cohort is not None and team.book.borrowing(flavor, job.nz):
-            self._wake(team.group, hopeful_only=True)
+            self._wake(team.group, hopeful_only=True, started=(flavor, team) if self.narrow_wakes else None)
 
     def _stop(self, job: Job, as_planned: bool = False) -> None:
         team, flavor = job.team, job.flavor
@@ -218,11 +221,12 @@ class Scheduler:
             self._state_changed(team)
         self.changes += 1
         self._demand_changed(team)
-        if self.shared_flavor[flavor]:
-            for group in list(self.blocked):
+        if not self.narrow_wakes:
+            for group in list(self.blocked) if self.shared_flavor[flavor] else [team.group]:
                 self._wake(group)
-        else:
-            self._wake(team.group)
+            return
+        for group in list(self.blocked) if self.shared_flavor[flavor] else [team.group]:
+            self._wake(group, released=(flavor, team.idx))
 
     def _searched_stale(self, team: TeamState, flavor: int) -> None:
         """Work started or stopped on `flavor`: victim searches there may now find room or victims."""
@@ -245,17 +249,67 @@ class Scheduler:
         self.log.append(("preempted", victim, by, reason, (flavor, nodes, admitted_at, run)))
         self.submit(victim)
 
-    def _wake(self, group, hopeful_only: bool = False) -> None:
+    def _wake(
+        self, group, hopeful_only: bool = False, released: tuple | None = None, started: tuple | None = None
+    ) -> None:
         blocked = self.blocked.get(group)
         if not blocked:
             return
+        if released is not None:
+            # Room released on one instance type (work stopped there) can unblock only: a team with a candidate
+            # that could run there; the team whose work stopped (its share fell, so more of others' borrowed
+            # work may be its fair-share victim anywhere); a team a reservation held back (time has passed or
+            # plans changed since: its trial is asked again, and remembered where nothing it read changed); and
+            # a team blocked while work was protected from eviction in a settle (that protection is gone).
+            # Everything else a blocked team's candidates read is per instance type (quota, nodes, running work,
+            # fair shares) or can only narrow its claims (the stopping team's share fell), and is unchanged.
+            flavor, stopper = released
+            woken = {
+                i
+                for i in blocked
+                if i == stopper or flavor in self.teams[i].wants or i in self.held_back or self.teams[i].shielded
+            }
+            self.dirty |= woken
+            blocked -= woken
+            return
         if hopeful_only:
-            hopeful = {i for i in blocked if self._may_take_from_borrowers(self.teams[i])}
+            if started is not None:
+                # a team a reservation held back is judged as before (its trial may have changed with the plan)
+                hopeful = {
+                    i
+                    for i in blocked
+                    if self._may_take_from_borrowers(self.teams[i])
+                    and (i in self.held_back or self.teams[i].shielded or self._may_take_from(self.teams[i], *started))
+                }
+            else:
+                hopeful = {i for i in blocked if self._may_take_from_borrowers(self.teams[i])}
             self.dirty |= hopeful
             blocked -= hopeful
         else:
             self.dirty |= blocked
             blocked.clear()
+
+    def _may_take_from(self, team: TeamState, flavor: int, starter: TeamState) -> bool:
+        """_may_take_from_borrowers, told where the new borrowed work runs and whose it is: it can be a victim only
+        on its own instance type (a reclaim, or others' lower-priority borrowed work); and its team's share rose,
+        which makes that team's borrowed work on any type where it borrows a possible fair-share victim there.
+        So a blocked team is woken only where one of its candidates could run on such a type."""
+        book = team.book
+        for job in team.queue.heads():
+            for f in self.flavors_for(job):
+                if f == flavor:
+                    if all(book.usage[f][r] + job.total[r] <= book.nominal[f][r] + EPS for r in job.nz):
+                        return True  # it may reclaim there (as hopes_reclaim, on this type)
+                    if self.fair and team.borrow_within == "LowerPriority":
+                        return True
+                if (
+                    self.fair
+                    and team.reclaim != "Never"
+                    and starter.book.borrowing(f, job.nz)
+                    and preemption._below_fair_share(self, job, f)
+                ):
+                    return True
+        return False
 
     def _may_take_from_borrowers(self, team: TeamState) -> bool:
         """Whether new borrowed work in its cohort could be a victim for this blocked team: its head fits its
@@ -441,6 +495,9 @@ class Scheduler:
     def _offer(self, team: TeamState, heap) -> tuple | None:
         """Push the team's best candidate (or return it when heap is None); block the team if it has none."""
         team.version += 1
+        blocked = self.blocked.get(team.group)
+        if blocked:
+            blocked.discard(team.idx)  # blocked means: its latest offer found nothing (a submit offers it again)
         if team.queue.size:
             held = []
             # Buckets differ by duration alone (backfill treats them apart), and nothing changes while the
@@ -484,6 +541,8 @@ class Scheduler:
                         heapq.heappush(heap, entry)
                     return entry
             team.hopes_reclaim = any(self._within_nominal(job) for job in team.queue.heads())
+            team.wants = {f for job in team.queue.heads() for f in self.flavors_for(job)}
+            team.shielded = bool(self.protected or self.deferred)
             self.blocked.setdefault(team.group, set()).add(team.idx)
             if held:  # reservations held it back: offered again if one of them moves (see _release_held)
                 self.held_back[team.idx] = held

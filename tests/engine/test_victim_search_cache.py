@@ -68,11 +68,20 @@ def test_a_failed_search_is_not_run_again_while_its_instance_type_is_unchanged()
         ],
         "until": 5,
     }
-    out, searches = run(data, True)
-    uncached, runs = run(data, False)
+    from scheduling.engine.admission import Scheduler
+
+    Scheduler.narrow_wakes = False  # every stop offers t0 again (as before blocked teams were woken by type)
+    try:
+        out, searches = run(data, True)
+        uncached, runs = run(data, False)
+    finally:
+        Scheduler.narrow_wakes = True
     assert out == uncached
     assert out["workloads"]["big"]["state"] == "pending"
     assert searches[0] < runs[0] and searches[1] >= 4, (searches, runs)
+    # Woken by type, t0 (waiting for p) is not even offered again when work on q stops: one search in all.
+    narrow, searched = run(data, True)
+    assert narrow == out and searched[1] == 0 and searched[0] <= searches[0], searched
 
 
 @settings(max_examples=400, deadline=None)

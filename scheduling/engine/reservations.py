@@ -63,6 +63,8 @@ class Plan:
 
 
 class Planner:
+    skip_untouched = True  # see plan(); the tests compare decisions with it off
+
     def __init__(self, s: Scheduler):
         self.s = s
         self._releases: dict[tuple, tuple[int, list]] = {}
@@ -103,6 +105,14 @@ class Planner:
                     (max(extra.end, now), RELEASE, extra.job.seq, extra.job, extra.nodes)
                 )
         monotone = extra is not None and prior is not None and extra.job not in prior.holds
+        # A trial changes the state on extra's instance type only; a head whose hold comes out different from the
+        # prior plan's changes it on its own types. A head that can run only on types nothing has changed is
+        # planned as the prior plan planned it, with the same state and the same holds before it there (the
+        # prior plan is the plan of this state): it keeps its hold without a search.
+        trial = extra is not None and prior is not None and self.skip_untouched
+        touched = {extra.f} if trial else set()
+        if trial and prior.holds.get(extra.job) is not None:
+            touched.add(prior.holds[extra.job].f)
         overdue: dict[tuple, int] = {}  # (flavor, scope of its releases) -> overdue ends already applied
         try:
             for k, head in enumerate(heads):
@@ -122,6 +132,11 @@ class Planner:
                         holds[head] = before
                         self._hold(before, k, held, future, ends)
                         continue
+                if trial and not monotone and head in prior.holds and touched.isdisjoint(s.flavors_for(head)):
+                    before = holds[head] = prior.holds[head]
+                    if before is not None:
+                        self._hold(before, k, held, future, ends)
+                    continue
                 floor = prior.start(head) if monotone else now
                 deadline = prior.start(head) if head in rivals else INF
                 if floor == INF:  # it could not start before; with less room it cannot now
@@ -142,6 +157,8 @@ class Planner:
                     return Plan(heads[: k + 1], holds)
                 if best is not None:
                     self._hold(best, k, held, future, ends)
+                if trial and not _same_hold(best, prior.holds.get(head)):
+                    touched.update(s.flavors_for(head))
                 if monotone and not _same_hold(best, prior.holds.get(head)):
                     monotone = False
             return Plan(heads, holds)

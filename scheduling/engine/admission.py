@@ -529,10 +529,14 @@ class Scheduler:
                     ):
                         continue
                     blocker = self.reservation_blocker(job, plan)
-                    if blocker is not None:
+                    elsewhere = self._elsewhere(job, plan) if blocker is not None else None
+                    if elsewhere is not None:
+                        plan = elsewhere  # another of its instance types delays nobody
+                    elif blocker is not None:
                         blocking_plan = self.current_plan(self.scope(blocker.team))
                         held.append((blocker, blocking_plan.start(blocker)))
-                        if first is None and blocking_plan.heads and blocking_plan.heads[0] is blocker:
+                        single = len(self.flavors_for(job)) == 1  # refused elsewhere perhaps by a later head
+                        if single and first is None and blocking_plan.heads and blocking_plan.heads[0] is blocker:
                             refused[shape] = (length, planning_key(job))
                         continue
                 if plan is not None:
@@ -759,16 +763,19 @@ class Scheduler:
     def flavors_for(self, job: Job) -> list[int]:
         return [job.want] if job.want is not None else job.team.quota_order
 
-    def plan(self, job: Job):
+    def plan(self, job: Job, skip: set[int] | None = None):
         """How `job` could be admitted now: (flavor, nodes, borrows, victims), or None.
 
         Instance types are tried in the team's quota order, preferring one that fits without borrowing,
-        then with borrowing, then with preemption.
+        then with borrowing, then with preemption. With `skip`, those types are passed over and nobody is
+        preempted (see _elsewhere).
         """
         book, team = self.book, job.team.book
         borrowing_plan = None
         flavors = self.flavors_for(job)
         for f in flavors:
+            if skip and f in skip:
+                continue
             code, borrows = book.check(team, f, job.total, job.nz)
             if code != FITS:
                 continue
@@ -782,7 +789,7 @@ class Scheduler:
                 return (f, nodes, False, ())
             if borrowing_plan is None:
                 borrowing_plan = (f, nodes, True, ())
-        if borrowing_plan is not None:
+        if borrowing_plan is not None or skip:
             return borrowing_plan
         for f in flavors:
             found = preemption.find_victims(self, job, f)
@@ -792,6 +799,21 @@ class Scheduler:
                 _, borrows = book.check(team, f, job.total, job.nz, removed)
                 return (f, nodes, borrows, victims)
         return None
+
+    def _elsewhere(self, job: Job, refused) -> tuple | None:
+        """A workload that may run on several instance types, refused by a reservation on the one it prefers:
+        the next that fits now, in the same order of preference, where it delays nobody it must respect (never
+        with victims: it would rather wait its turn than evict to avoid it)."""
+        if len(self.flavors_for(job)) < 2:
+            return None
+        skip = {refused[0]}
+        while True:
+            plan = self.plan(job, skip)
+            if plan is None:
+                return None
+            if self.reservation_blocker(job, plan) is None:
+                return plan
+            skip.add(plan[0])
 
     def _keep_plan_if_untouched(self, job: Job, f: int, scope) -> None:
         """A workload admitted with nobody to respect may still move heads; where a valid plan is at hand and

@@ -17,7 +17,7 @@ from .test_refusal_memory import _crowded
 from .test_reservations import streams
 from .test_victim_search_cache import _contended, varied
 
-COMMON = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def both(data: dict) -> tuple[dict, dict]:
@@ -55,8 +55,9 @@ def test_the_same_decisions_waking_every_blocked_team_on_reservation_streams(dat
 
 
 def test_the_same_decisions_waking_every_blocked_team_on_crowded_and_contended_clusters():
-    # seeds 0-39, and 51 (a team blocked while a settle protected its victim must be woken once it is not)
-    for seed in [*range(40), 51]:
+    # seeds 0-19, and 27, 38 and 51, where waking by type first differed (51: a team blocked while a settle
+    # protected its victim must be woken once it is not)
+    for seed in [*range(20), 27, 38, 51]:
         for data in (_crowded(seed), _contended(seed)):
             narrow, everyone = both(data)
             assert narrow == everyone, seed

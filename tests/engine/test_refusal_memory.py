@@ -16,7 +16,7 @@ from scheduling.engine.simulator import simulate_scenario
 from .test_invariants import scenarios
 from .test_reservations import streams
 
-COMMON = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def both(data: dict) -> tuple[dict, dict]:
@@ -81,7 +81,7 @@ def _crowded(seed: int) -> dict:
 
 
 def test_the_same_decisions_without_the_memory_on_crowded_clusters():
-    for seed in range(60):
+    for seed in range(30):
         remembered, afresh = both(_crowded(seed))
         assert remembered == afresh, seed
 

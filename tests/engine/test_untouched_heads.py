@@ -17,7 +17,7 @@ from .test_refusal_memory import _crowded
 from .test_reservations import streams
 from .test_victim_search_cache import _contended
 
-COMMON = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def both(data: dict) -> tuple[dict, dict]:
@@ -50,7 +50,7 @@ def test_the_same_decisions_planning_every_head_again_on_reservation_streams(dat
 
 
 def test_the_same_decisions_planning_every_head_again_on_crowded_and_contended_clusters():
-    for seed in range(30):
+    for seed in range(20):
         for data in (_crowded(seed), _contended(seed)):
             skipped, planned = both(data)
             assert skipped == planned, seed

@@ -221,12 +221,9 @@ class Scheduler:
             self._state_changed(team)
         self.changes += 1
         self._demand_changed(team)
-        if not self.narrow_wakes:
-            for group in list(self.blocked) if self.shared_flavor[flavor] else [team.group]:
-                self._wake(group)
-            return
+        released = (flavor, team.idx) if self.narrow_wakes else None
         for group in list(self.blocked) if self.shared_flavor[flavor] else [team.group]:
-            self._wake(group, released=(flavor, team.idx))
+            self._wake(group, released=released)
 
     def _searched_stale(self, team: TeamState, flavor: int) -> None:
         """Work started or stopped on `flavor`: victim searches there may now find room or victims."""
@@ -294,11 +291,10 @@ class Scheduler:
         on its own instance type (a reclaim, or others' lower-priority borrowed work); and its team's share rose,
         which makes that team's borrowed work on any type where it borrows a possible fair-share victim there.
         So a blocked team is woken only where one of its candidates could run on such a type."""
-        book = team.book
         for job in team.queue.heads():
             for f in self.flavors_for(job):
                 if f == flavor:
-                    if all(book.usage[f][r] + job.total[r] <= book.nominal[f][r] + EPS for r in job.nz):
+                    if self._fits_nominal(job, f):
                         return True  # it may reclaim there (as hopes_reclaim, on this type)
                     if self.fair and team.borrow_within == "LowerPriority":
                         return True
@@ -754,11 +750,11 @@ class Scheduler:
         return (plan[2], job.key)
 
     def _within_nominal(self, job: Job) -> bool:
+        return any(self._fits_nominal(job, f) for f in self.flavors_for(job))
+
+    def _fits_nominal(self, job: Job, f: int) -> bool:
         book = job.team.book
-        return any(
-            all(book.usage[f][r] + job.total[r] <= book.nominal[f][r] + EPS for r in job.nz)
-            for f in self.flavors_for(job)
-        )
+        return all(book.usage[f][r] + job.total[r] <= book.nominal[f][r] + EPS for r in job.nz)
 
     def flavors_for(self, job: Job) -> list[int]:
         return [job.want] if job.want is not None else job.team.quota_order

@@ -157,9 +157,9 @@ class Planner:
                     return Plan(heads[: k + 1], holds)
                 if best is not None:
                     self._hold(best, k, held, future, ends)
-                if trial and not _same_hold(best, prior.holds.get(head)):
-                    touched.update(s.flavors_for(head))
-                if monotone and not _same_hold(best, prior.holds.get(head)):
+                if (trial or monotone) and not _same_hold(best, prior.holds.get(head)):
+                    if trial:
+                        touched.update(s.flavors_for(head))
                     monotone = False
             return Plan(heads, holds)
         finally:

@@ -1,5 +1,7 @@
 """Small builders shared by the engine tests."""
 
+import copy
+
 from scheduling.engine import simulate_scenario
 
 
@@ -39,3 +41,16 @@ def job(name, team, gpu=1, submit=0, **extra):
 
 def run(*args, **kwargs):
     return simulate_scenario(scenario(*args, **kwargs))
+
+
+def with_and_without(owner, flag: str, data: dict) -> tuple[dict, dict]:
+    """The scenario's outputs with the class switch `owner.flag` on, then off (put back on afterwards): an
+    optimisation that must change no decision is compared with the engine without it."""
+    outputs = []
+    for value in (True, False):
+        setattr(owner, flag, value)
+        try:
+            outputs.append(simulate_scenario(copy.deepcopy(data)))
+        finally:
+            setattr(owner, flag, True)
+    return outputs[0], outputs[1]

@@ -5,14 +5,12 @@ the teams that could take it there, or take that team's borrowed work elsewhere 
 That must change no decision: the engine decides as when every blocked team is offered again, on random
 clusters with several instance types, fair share, gangs and jobs without a type."""
 
-import copy
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduling.engine.admission import Scheduler
-from scheduling.engine.simulator import simulate_scenario
 
+from .helpers import with_and_without
 from .test_refusal_memory import _crowded
 from .test_reservations import streams
 from .test_victim_search_cache import _contended, varied
@@ -21,14 +19,7 @@ COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[Health
 
 
 def both(data: dict) -> tuple[dict, dict]:
-    outputs = []
-    for narrow in (True, False):
-        Scheduler.narrow_wakes = narrow
-        try:
-            outputs.append(simulate_scenario(copy.deepcopy(data)))
-        finally:
-            Scheduler.narrow_wakes = True
-    return outputs[0], outputs[1]
+    return with_and_without(Scheduler, "narrow_wakes", data)
 
 
 @COMMON

@@ -4,15 +4,14 @@ and stops, the holds there, the rivals held there and the time. That must change
 decides as with every trial run afresh, on random clusters with several instance types, gangs, jobs without
 a type (which link types through the heads that may run on either) and the reservation streams."""
 
-import copy
 import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduling.engine.admission import Scheduler
-from scheduling.engine.simulator import simulate_scenario
 
+from .helpers import with_and_without
 from .test_invariants import scenarios
 from .test_reservations import streams
 
@@ -20,14 +19,7 @@ COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[Health
 
 
 def both(data: dict) -> tuple[dict, dict]:
-    outputs = []
-    for remember in (True, False):
-        Scheduler.remember_refusals = remember
-        try:
-            outputs.append(simulate_scenario(copy.deepcopy(data)))
-        finally:
-            Scheduler.remember_refusals = True
-    return outputs[0], outputs[1]
+    return with_and_without(Scheduler, "remember_refusals", data)
 
 
 @COMMON

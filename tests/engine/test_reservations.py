@@ -8,7 +8,6 @@
    (fcfs, nobody preempts) and every duration finite, a long enough run finishes everything.
 """
 
-import copy
 import json
 import os
 
@@ -20,6 +19,8 @@ from scheduling.engine.quota import EPS
 from scheduling.engine.reservations import planning_key
 from scheduling.engine.scenario import parse_scenario
 from scheduling.engine.simulator import Simulation, simulate_scenario
+
+from .helpers import with_and_without
 
 
 @st.composite
@@ -302,14 +303,7 @@ def test_estimates_asked_together_are_the_estimates_asked_one_by_one(data):
 
 
 def _with_and_without_pruning(data):
-    outputs = []
-    for prune in (True, False):
-        Scheduler.prune_refused_shapes = prune
-        try:
-            outputs.append(simulate_scenario(copy.deepcopy(data)))
-        finally:
-            Scheduler.prune_refused_shapes = True
-    return outputs
+    return with_and_without(Scheduler, "prune_refused_shapes", data)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,14 +4,12 @@ others keep the prior plan's hold (Planner.plan, skip_untouched). That must chan
 decides as when every head after the first change is planned again, on random clusters with several
 instance types, jobs without a type (heads that may run on several), gangs and the reservation streams."""
 
-import copy
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduling.engine.reservations import Planner
-from scheduling.engine.simulator import simulate_scenario
 
+from .helpers import with_and_without
 from .test_invariants import scenarios
 from .test_refusal_memory import _crowded
 from .test_reservations import streams
@@ -21,14 +19,7 @@ COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[Health
 
 
 def both(data: dict) -> tuple[dict, dict]:
-    outputs = []
-    for skip in (True, False):
-        Planner.skip_untouched = skip
-        try:
-            outputs.append(simulate_scenario(copy.deepcopy(data)))
-        finally:
-            Planner.skip_untouched = True
-    return outputs[0], outputs[1]
+    return with_and_without(Planner, "skip_untouched", data)
 
 
 @COMMON

@@ -694,8 +694,8 @@ class Scheduler:
             remembered = (job.seq, f, tuple(nodes) if nodes else None)
             read = self._refusal_reads(base, f, rivals)
             known = self.refusals.get(remembered)
-            if known is not None and known[0] == read:
-                return known[1]
+            if known is not None and known[0] == read and known[1] in rivals:
+                return known[1]  # (a blocker is always a rival; the check keeps a stale one from holding forever)
         heads = [h for h in base.heads if h is not job]
         # Heads before the first whose hold W crosses keep their holds; the trial stops at the first rival it
         # delays, else it plans every head and is kept as the plan once W is admitted.

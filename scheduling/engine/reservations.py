@@ -139,10 +139,8 @@ class Planner:
                     continue
                 floor = prior.start(head) if monotone else now
                 deadline = prior.start(head) if head in rivals else INF
-                if floor == INF:  # it could not start before; with less room it cannot now
+                if floor == INF:  # it could not start before; with less room it cannot now (nor be delayed)
                     holds[head] = None
-                    if head in rivals:
-                        return Plan(heads[: k + 1], holds)
                     continue
                 for f in s.flavors_for(head):
                     key = s.ends_key(f, head.team.group)

@@ -48,7 +48,9 @@ class TeamState:
         self.spare: dict[int, tuple[int, list[Job]]] = {}  # flavor -> (its team_gen, work it can give up there)
         self.hopes_reclaim = False
         self.wants: set[int] = set()  # once blocked: the instance types its candidates could run on
-        self.shielded = False  # once blocked: whether work was protected from eviction (or deferred) then
+        # once blocked: the protection epoch (Scheduler.protect_epoch) if work was protected from eviction (or
+        # deferred) then, else None
+        self.shielded: int | None = None
         self.group = book.cohort.name if book.cohort is not None else ("alone", book.idx)
 
     @property
@@ -100,6 +102,7 @@ class Scheduler:
         self.changes = 0
         self.demand_version: dict[object, int] = {}
         self._fair_cache: dict[object, tuple] = {}  # group -> (demand version, shares, demand)
+        self._demand_touched: dict[object, set[int]] = {}  # group -> teams whose demand changed since then
         self.now = 0.0
         self.running_version: dict[tuple, int] = {}  # (flavor, group or None where shared) -> changes
         self.running_changes: dict[tuple, list | None] = {}  # the same key -> work started or stopped since read
@@ -129,6 +132,7 @@ class Scheduler:
         self.ranked: dict[tuple, tuple] = {}  # the same key -> ((flavor_gen, group_gen), [(share, member)] by share)
         self.searches = [0, 0]  # victim searches run, and skipped as known to fail
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
+        self.protect_epoch = 0  # counts changes of (protected, deferred)
         # Trial plans that refused a workload, kept while what they read is unchanged (see reservation_blocker):
         # (workload, instance type, nodes) -> (what the trial read, the head it would delay)
         self.refusals: dict[tuple, tuple] = {}
@@ -189,6 +193,7 @@ class Scheduler:
 
     def _demand_changed(self, team: TeamState) -> None:
         self.demand_version[team.group] = self.demand_version.get(team.group, 0) + 1
+        self._demand_touched.setdefault(team.group, set()).add(team.idx)
 
     def _start(self, job: Job, flavor: int, nodes) -> None:
         team = job.team
@@ -235,6 +240,8 @@ class Scheduler:
     def _protect(self, protected: set[Job], deferred: set[Job]) -> None:
         if protected != self.protected:
             self.no_victims.clear()  # a failed search may succeed with fewer protected, or fail with more
+        if protected != self.protected or deferred != self.deferred:
+            self.protect_epoch += 1
         self.protected, self.deferred = protected, deferred
 
     def _evict(self, victim: Job, by: Job, reason: str) -> None:
@@ -264,7 +271,7 @@ class Scheduler:
             woken = {
                 i
                 for i in blocked
-                if i == stopper or flavor in self.teams[i].wants or i in self.held_back or self.teams[i].shielded
+                if i == stopper or flavor in self.teams[i].wants or i in self.held_back or self._unshielded(i)
             }
             self.dirty |= woken
             blocked -= woken
@@ -276,7 +283,7 @@ class Scheduler:
                     i
                     for i in blocked
                     if self._may_take_from_borrowers(self.teams[i])
-                    and (i in self.held_back or self.teams[i].shielded or self._may_take_from(self.teams[i], *started))
+                    and (i in self.held_back or self._unshielded(i) or self._may_take_from(self.teams[i], *started))
                 }
             else:
                 hopeful = {i for i in blocked if self._may_take_from_borrowers(self.teams[i])}
@@ -285,6 +292,13 @@ class Scheduler:
         else:
             self.dirty |= blocked
             blocked.clear()
+
+    def _unshielded(self, idx: int) -> bool:
+        """Whether the team was blocked while work was protected (or deferred) under a protection that has
+        changed since: it may now take what was kept from it. Under the same protection it is blocked like any
+        other team (a settle that changes the protection offers every team again)."""
+        epoch = self.teams[idx].shielded
+        return epoch is not None and epoch != self.protect_epoch
 
     def _may_take_from(self, team: TeamState, flavor: int, starter: TeamState) -> bool:
         """_may_take_from_borrowers, told where the new borrowed work runs and whose it is: it can be a victim only
@@ -542,7 +556,7 @@ class Scheduler:
                     return entry
             team.hopes_reclaim = any(self._within_nominal(job) for job in team.queue.heads())
             team.wants = {f for job in team.queue.heads() for f in self.flavors_for(job)}
-            team.shielded = bool(self.protected or self.deferred)
+            team.shielded = self.protect_epoch if self.protected or self.deferred else None
             self.blocked.setdefault(team.group, set()).add(team.idx)
             if held:  # reservations held it back: offered again if one of them moves (see _release_held)
                 self.held_back[team.idx] = held
@@ -911,13 +925,16 @@ class Scheduler:
         cached = self._fair_cache.get(group)
         if cached is None or cached[0] != version:
             members = team.book.cohort.members if team.book.cohort is not None else [team.book]
-            demand = {}
-            for member in members:
-                state = self.teams[member.idx]
-                demand[member.idx] = [
-                    [u + p for u, p in zip(urow, prow, strict=True)]
-                    for urow, prow in zip(member.usage, state.pending_demand, strict=True)
-                ]
+            # Only the rows of teams whose usage or pending work changed since the shares were computed can
+            # differ: those are read again, not the whole cohort's (a thousand teams, after every admission).
+            touched = self._demand_touched.pop(group, None)
+            if cached is not None and touched is not None:
+                rows = {idx: self._demand_row(self.teams[idx]) for idx in touched}
+                demand = cached[2]
+                if any(demand[idx] != row for idx, row in rows.items()):
+                    demand = {**demand, **rows}
+            else:
+                demand = {member.idx: self._demand_row(self.teams[member.idx]) for member in members}
             # Fair shares depend on the demand alone (and the configuration): an admission or an eviction moves
             # demand between pending and running without changing it, so the shares stay as they were.
             if cached is not None and cached[2] == demand:
@@ -926,3 +943,11 @@ class Scheduler:
                 cached = (version, fair_shares(self.book, members, demand), demand)
             self._fair_cache[group] = cached
         return cached[1][team.idx]
+
+    @staticmethod
+    def _demand_row(team: TeamState) -> list[list[float]]:
+        """The team's demand: its usage plus its pending requests, per instance type and resource."""
+        return [
+            [u + p for u, p in zip(urow, prow, strict=True)]
+            for urow, prow in zip(team.book.usage, team.pending_demand, strict=True)
+        ]

@@ -205,13 +205,7 @@ def trace_fair_share(s: Scheduler, team_name: str, shown_as: dict[str, str] | No
     `shown_as` renames teams in the text (e.g. teams the reader may not see); lines keep the real `team`."""
     team = next(t for t in s.teams if t.name == team_name)
     members = team.book.cohort.members if team.book.cohort is not None else [team.book]
-    demand = {}
-    for member in members:
-        state = s.teams[member.idx]
-        demand[member.idx] = [
-            [u + p for u, p in zip(urow, prow, strict=True)]
-            for urow, prow in zip(member.usage, state.pending_demand, strict=True)
-        ]
+    demand = {member.idx: s._demand_row(s.teams[member.idx]) for member in members}
     shown_as = shown_as or {}
     trace = FairShareTrace({m.idx: shown_as.get(m.name, m.name) for m in members})
     fair_shares(s.book, members, demand, trace)

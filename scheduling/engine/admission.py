@@ -62,6 +62,7 @@ class Scheduler:
     prune_refused_shapes = True  # see _offer; the tests compare decisions with it off
     remember_refusals = True  # see reservation_blocker; the tests compare decisions with it off
     narrow_wakes = True  # see _stop; the tests compare decisions with it off
+    narrow_retries = True  # see settle; the tests compare decisions with it off
 
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
@@ -130,6 +131,7 @@ class Scheduler:
         self.no_victims: dict[tuple, tuple] = {}
         self.borrowers: dict[tuple, tuple] = {}  # (cohort, flavor, resources) -> (flavor_gen, members borrowing)
         self.ranked: dict[tuple, tuple] = {}  # the same key -> ((flavor_gen, group_gen), [(share, member)] by share)
+        self.ranked_spare: dict[tuple, tuple] = {}  # the same key -> (the same gens, [(share, member, spare work)])
         self.searches = [0, 0]  # victim searches run, and skipped as known to fail
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
         self.protect_epoch = 0  # counts changes of (protected, deferred)
@@ -339,9 +341,23 @@ class Scheduler:
 
     # ----- settling -------------------------------------------------------------------------------------
 
-    def wake_all(self) -> None:
-        self.dirty.update(t.idx for t in self.teams if t.queue.size)
-        self.blocked.clear()
+    def wake_all(self, but: set[int] = frozenset()) -> None:
+        """Offer every team with pending work again, except the blocked teams of `but` (they stay blocked)."""
+        self.dirty.update(t.idx for t in self.teams if t.queue.size and t.idx not in but)
+        if but:
+            for blocked in self.blocked.values():
+                blocked &= but
+        else:
+            self.blocked.clear()
+
+    def _calm(self) -> set[int]:
+        """Blocked teams that no reservation held back and that were blocked under no protection."""
+        return {
+            i
+            for blocked in self.blocked.values()
+            for i in blocked
+            if i not in self.held_back and self.teams[i].shielded is None
+        }
 
     def settle(self, now: float) -> None:
         """Admit and preempt until nothing changes; what happened is appended to `self.log`.
@@ -354,6 +370,9 @@ class Scheduler:
         """
         self.now = now
         first = start = len(self.log)
+        # teams that had no candidate in the state the settle starts from, under no protection and held back by
+        # no reservation: a retry from that state with work protected or deferred gives them no more (see below)
+        calm = self._calm() if self.narrow_retries else set()
         protected: set[Job] = set()
         deferred: set[Job] = set()
         ever_protected: set[Job] = set()  # across the plain passes of this settle
@@ -386,7 +405,13 @@ class Scheduler:
                 ever_protected |= wasted
                 ever_deferred |= undone
                 self._protect(set(protected), set(deferred))
-                self.wake_all()
+                if start == first:
+                    # Back in the state the settle began from: protection only takes victims away and deferral
+                    # only keeps work out (a deferred head's reservation is moot, but a team it held back is
+                    # not calm), so a calm team still has no candidate.
+                    self.wake_all(but=calm)
+                else:
+                    self.wake_all()
             elif (self.protected or self.deferred) and len(self.log) > mark and plain_passes < MAX_PLAIN_PASSES:
                 # What the protected settle did stands; from here the settle starts afresh, unprotected, as
                 # settling again would (undoing back past it would only find the same waste again).

@@ -353,17 +353,23 @@ def _candidates(s: Scheduler, job: Job, f: int) -> tuple[list, bool | None, str 
         # only lowers a share: borrowers are read highest share first, and those below the claimant's share
         # are passed over whole. (A team of weight 0 that borrows has an infinite share: it comes first.)
         floor = dominant_share(s.book, book, f, job.total) - EPS
-        ranked = _ranked_borrowers(s, cohort, f, job.nz)
-        others = [other for share, other in ranked if share >= floor and other is not book]
-        shares_read = any(other is not book for _, other in ranked)
+        shares_read = any(other is not book for _, other in _ranked_borrowers(s, cohort, f, job.nz))
+        works = []
+        for share, other, work in _ranked_spare(s, cohort, f, job.nz):
+            if share < floor:
+                break
+            if other is not book:
+                works.append(work)
     else:
-        others = [other for other in _borrowers(s, cohort, f, job.nz) if other is not book]
-        shares_read = False
-    for other in others:
-        state = s.teams[other.idx]
         # a reclaim takes any of a borrower's work; other claims only work whose eviction leaves its team at or
         # above its nominal quota (Scheduler.spare_work)
-        work = state.running[f] if reason == "reclaim" else s.spare_work(state, f)
+        works = [
+            s.teams[other.idx].running[f] if reason == "reclaim" else s.spare_work(s.teams[other.idx], f)
+            for other in _borrowers(s, cohort, f, job.nz)
+            if other is not book
+        ]
+        shares_read = False
+    for work in works:
         for victim in work:
             if victim in protected or (lower_only and victim.priority >= job.priority):
                 continue
@@ -401,6 +407,26 @@ def _ranked_borrowers(s: Scheduler, cohort, f: int, nz) -> list[tuple[float, obj
     if len(s.ranked) >= MAX_KNOWN_FAILURES:
         s.ranked.clear()
     s.ranked[key] = (gens, ranked)
+    return ranked
+
+
+def _ranked_spare(s: Scheduler, cohort, f: int, nz) -> list[tuple[float, object, list]]:
+    """_ranked_borrowers, each with its spare work on `f` (Scheduler.spare_work) that asks for any of `nz`, and
+    those with none left out: the fair-share victims, before the claimant's own floor and the protected set.
+    Kept as long as _ranked_borrowers (spare work changes only with a start or stop on `f`)."""
+    key = (cohort.name, f, nz)
+    gens = (s.flavor_gen[f], s.group_gen.get(cohort.name, 0))
+    known = s.ranked_spare.get(key)
+    if known is not None and known[0] == gens:
+        return known[1]
+    ranked = []
+    for share, other in _ranked_borrowers(s, cohort, f, nz):
+        work = [v for v in s.spare_work(s.teams[other.idx], f) if any(v.total[r] > 0 for r in nz)]
+        if work:
+            ranked.append((share, other, work))
+    if len(s.ranked_spare) >= MAX_KNOWN_FAILURES:
+        s.ranked_spare.clear()
+    s.ranked_spare[key] = (gens, ranked)
     return ranked
 
 

@@ -31,26 +31,23 @@ class NodePool:
     def _refile(self) -> None:
         """File again the nodes whose free amounts changed since the buckets were last read (a plan takes
         and gives back the same room many times between two placements)."""
+        buckets, key, free = self.buckets, self.key, self.free
         for node, vector in self._moved.items():
-            free = self.free[node]
-            if tuple(free) != vector:
-                self._unfile(node, vector)
-                self._file(node)
+            now = tuple(free[node])
+            if now != vector:  # _unfile(node, vector) and _file(node), inlined: a plan refiles thousands of nodes
+                shapes = buckets[vector[key]]
+                bucket = shapes[vector]
+                del bucket[bisect_left(bucket, node)]
+                if not bucket:
+                    del shapes[vector]
+                    if not shapes:
+                        del buckets[vector[key]]
+                insort(buckets.setdefault(now[key], {}).setdefault(now, []), node)
         self._moved.clear()
 
     def _file(self, node: int) -> None:
         free = self.free[node]
         insort(self.buckets.setdefault(free[self.key], {}).setdefault(tuple(free), []), node)
-
-    def _unfile(self, node: int, vector: tuple) -> None:
-        amount = vector[self.key]
-        shapes = self.buckets[amount]
-        bucket = shapes[vector]
-        del bucket[bisect_left(bucket, node)]
-        if not bucket:
-            del shapes[vector]
-            if not shapes:
-                del self.buckets[amount]
 
     def place(self, per_pod, nz, pods: int, extra: dict[int, list[float]] | None = None) -> list[int] | None:
         """Nodes for every pod of a gang (best fit), or None if they do not all fit.

@@ -240,9 +240,10 @@ class Scheduler:
         self.group_gen[team.group] = self.group_gen.get(team.group, 0) + 1
 
     def _protect(self, protected: set[Job], deferred: set[Job]) -> None:
-        if protected != self.protected:
+        changed = protected != self.protected
+        if changed:
             self.no_victims.clear()  # a failed search may succeed with fewer protected, or fail with more
-        if protected != self.protected or deferred != self.deferred:
+        if changed or deferred != self.deferred:
             self.protect_epoch += 1
         self.protected, self.deferred = protected, deferred
 
@@ -962,7 +963,7 @@ class Scheduler:
                 demand = {member.idx: self._demand_row(self.teams[member.idx]) for member in members}
             # Fair shares depend on the demand alone (and the configuration): an admission or an eviction moves
             # demand between pending and running without changing it, so the shares stay as they were.
-            if cached is not None and cached[2] == demand:
+            if cached is not None and (demand is cached[2] or demand == cached[2]):
                 cached = (version, cached[1], cached[2])
             else:
                 cached = (version, fair_shares(self.book, members, demand), demand)

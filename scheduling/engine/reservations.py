@@ -436,7 +436,7 @@ class Timeline:
         n, at = len(events), None
         need = self.need
         if need:
-            key, free, count, shadow = self.key, self.s.pools[f].free, self.pods, self.shadow
+            key, free, count = self.key, self.s.pools[f].free, self.pods
         log = self.log
         while i < n and events[i][0] <= until:
             at = events[i][0]
@@ -453,15 +453,8 @@ class Timeline:
                 log.append((job, f, nodes, sign, False))
                 if need and nodes:
                     amount = sign * job.per_pod[key]
-                    for node in nodes:  # self._shift(node, amount, free), inlined: the hottest loop of a trial
-                        old = shadow.get(node)
-                        if old is None:
-                            old = free[node][key]
-                        new = old - amount
-                        if -EPS < new < EPS:
-                            new = 0.0
-                        shadow[node] = new
-                        count += int((new + EPS) // need) - int((old + EPS) // need)
+                    for node in nodes:
+                        count += self._shift(node, amount, free)
                 i += 1
             if pods is not None and count >= pods:
                 break

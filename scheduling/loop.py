@@ -79,32 +79,56 @@ def wake_scheduler(trigger: str) -> None:
 
 def wait_for_wake(timeout: float) -> list[str]:
     """The scheduler's side: block until woken (or `timeout`, or the next cluster wake-up this process serves
-    itself), then take every trigger waiting. A cluster wake-up that fell due adds the trigger "cluster"."""
-    due = _next_alarm()
-    if due is not None:
-        timeout = min(timeout, due - time.time())
+    itself), then take every trigger waiting. A cluster wake-up that fell due adds the trigger "cluster".
+
+    Redis times a blocked BLPOP out only on its own clock tick (every 100 ms at the default hz of 10), so the
+    wait is never timed by Redis to meet a wake-up: this process's alarm clock (a thread) ends it at the
+    instant one falls due, also one registered while the wait is under way (the carrier thread starts jobs
+    whose ends come sooner than the wait would last). Before, every end was served 0-100 ms late, and one
+    registered during a wait only at the wait's timeout (up to a second of a quiet cluster running idle)."""
+    end = time.time() + timeout
     client = _redis_client()
-    if timeout < ALARM_SLACK_S:  # due now: take what is waiting without blocking
-        got = None
-    elif client is None:
-        time.sleep(min(timeout, POLL_WITHOUT_REDIS_S))
-        got = None
-    else:
-        got = client.blpop([WAKE_LIST], timeout=timeout)
-    triggers = []
-    if client is not None and (got is not None or due is not None):
-        with client.pipeline() as pipe:  # MULTI: the flag goes with the list, so a later request wakes again
-            pipe.delete(WAKE_FLAG).lrange(WAKE_LIST, 0, -1).delete(WAKE_LIST)
-            _, rest, _ = pipe.execute()
-        triggers = [got[1].decode()] if got is not None else []
-        triggers += [t.decode() for t in rest]
-    if _take_due_alarms():
-        triggers.append("cluster")
-    return triggers
+    if client is None:
+        end = min(end, time.time() + POLL_WITHOUT_REDIS_S)  # no wake-ups from others: poll the database
+    while True:
+        _arm(ring_redis=client is not None)
+        left = end - time.time()
+        if _alarm_due() or left < ALARM_SLACK_S:  # due now: take what is waiting without blocking
+            got = None
+        elif client is None:
+            _rearm.wait(left)
+            got = None
+        else:
+            got = client.blpop([WAKE_LIST], timeout=left)
+        _disarm()
+        triggers = []
+        if client is not None and (got is not None or _next_alarm() is not None):
+            with client.pipeline() as pipe:  # MULTI: the flag goes with the list, so a later request wakes again
+                pipe.delete(WAKE_FLAG).lrange(WAKE_LIST, 0, -1).delete(WAKE_LIST)
+                _, rest, _ = pipe.execute()
+            triggers = [got[1].decode()] if got is not None else []
+            triggers = [t for t in triggers + [t.decode() for t in rest] if t != REARM]
+        if _take_due_alarms():
+            triggers.append("cluster")
+        if triggers or time.time() >= end - ALARM_SLACK_S:
+            return triggers
+
+
+def sleep_unless_due(seconds: float) -> bool:
+    """Sleep up to `seconds`, but no later than the next cluster wake-up this process serves (also one that is
+    registered meanwhile). True if one fell due (it stays to be taken by wait_for_wake)."""
+    _arm(ring_redis=False)
+    try:
+        if not _alarm_due():
+            _rearm.wait(seconds)
+    finally:
+        _disarm()
+    return _alarm_due()
 
 
 POLL_WITHOUT_REDIS_S = 0.5
-ALARM_SLACK_S = 0.005  # a wake-up due this soon is served at once (BLPOP's timeout has millisecond grain)
+ALARM_SLACK_S = 0.005  # a wake-up due this soon is served at once
+REARM = "rearm"  # pushed on the wake list by the alarm clock only to end a wait (never a pass of its own)
 
 # Cluster wake-ups served in this process: the scheduler process starts jobs itself (its carrier thread), so
 # the simulated cluster's wake-up at a job's end becomes a deadline of the scheduler's own wait instead of a
@@ -112,13 +136,62 @@ ALARM_SLACK_S = 0.005  # a wake-up due this soon is served at once (BLPOP's time
 # wait behind whatever else that worker runs). None: this process does not serve them (web, workers).
 _alarms: list[float] | None = None
 _alarms_lock = threading.Lock()
+_alarm_changed = threading.Condition(_alarms_lock)  # the clock re-reads the alarms and the wait
+_waiting = 0  # the scheduler's current wait (a number per wait), 0 when it is not waiting
+_waits = 0
+_rung = 0  # the wait the clock last ended
+_ring_redis = False  # end the current wait through Redis (it blocks in BLPOP) as well as locally
+_rearm = threading.Event()  # set by the clock when a wake-up falls due during a wait
+
+
+def _arm(*, ring_redis: bool) -> None:
+    """A wait starts: the clock ends it when a wake-up falls due."""
+    global _waiting, _waits, _ring_redis
+    with _alarms_lock:
+        _waits += 1
+        _waiting, _ring_redis = _waits, ring_redis
+        _rearm.clear()
+        _alarm_changed.notify()
+
+
+def _disarm() -> None:
+    global _waiting
+    with _alarms_lock:
+        _waiting = 0
+
+
+def _clock() -> None:
+    """The alarm clock thread: ends the scheduler's wait (once per wait) when its next wake-up falls due."""
+    global _rung
+    with _alarms_lock:
+        while True:
+            if not (_waiting and _alarms and _rung != _waiting):
+                _alarm_changed.wait()
+                continue
+            left = _alarms[0] - time.time()
+            if left > ALARM_SLACK_S:
+                _alarm_changed.wait(left)
+                continue
+            _rung, via_redis = _waiting, _ring_redis
+            _rearm.set()
+            if via_redis:
+                _alarm_changed.release()
+                try:
+                    _redis_client().lpush(WAKE_LIST, REARM)
+                except Exception:
+                    log.warning("the alarm clock could not wake the scheduler; it wakes at its timeout")
+                finally:
+                    _alarm_changed.acquire()
 
 
 def serve_cluster_wakeups_here() -> None:
     """Called by the scheduler process before it starts anything on the cluster."""
     global _alarms
     with _alarms_lock:
-        _alarms = [] if _alarms is None else _alarms
+        if _alarms is None:
+            _alarms = []
+        if not any(t.name == "alarm-clock" for t in threading.enumerate()):
+            threading.Thread(target=_clock, name="alarm-clock", daemon=True).start()
 
 
 def wake_cluster_at(due: float) -> bool:
@@ -129,12 +202,19 @@ def wake_cluster_at(due: float) -> bool:
         if _alarms is None:
             return False
         heapq.heappush(_alarms, due)
+        if _alarms[0] == due:
+            _alarm_changed.notify()
         return True
 
 
 def _next_alarm() -> float | None:
     with _alarms_lock:
         return _alarms[0] if _alarms else None
+
+
+def _alarm_due() -> bool:
+    due = _next_alarm()
+    return due is not None and due <= time.time() + ALARM_SLACK_S
 
 
 def _take_due_alarms() -> bool:

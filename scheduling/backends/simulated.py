@@ -26,6 +26,9 @@ from scheduling.backends.base import ClusterBackend, InventoryItem, Observation
 DEFAULT_DURATION_S = 600  # a job submitted without an expected duration runs this long
 WAKE_UP_WITHIN_S = 120  # finishes sooner than this get their own cluster tick; later ones wait for beat
 WAKE_UP_SLOT_S = 0.05
+# An end is looked at this long after it (more than loop.ALARM_SLACK_S, the margin within which a wake-up counts
+# as due: a look before the end would not see it, and the next look comes only a second later).
+WAKE_UP_AFTER_END_S = 0.01
 
 
 def unit_hash(job_id: int, salt: str) -> float:
@@ -76,9 +79,10 @@ class SimulatedCluster(ClusterBackend):
         bad = [n for n in nodes or [] if not 0 <= n < node_count]
         if bad:
             raise ValueError(f"job #{job.pk}: {instance_type} has {node_count} nodes, no node {bad[0]}")
-        self._wake_up_after(runtime_s(job))
-        # one name per attempt, with the instant it started
-        return f"sim/{job.team.namespace}/{job.name}-{job.pk}-a{job.preemption_count}@{time.time():.3f}"
+        # one name per attempt, with the instant it started (to the millisecond: the end is read back from it)
+        started = round(time.time(), 3)
+        self._wake_up_at(started + fate(job)[1])  # when it ends: succeeds, or fails part-way
+        return f"sim/{job.team.namespace}/{job.name}-{job.pk}-a{job.preemption_count}@{started:.3f}"
 
     def stop(self, job, *, reason: str, preempted: bool) -> None:
         """Nothing to tear down: the simulated pods exist only as the job's state in the database."""
@@ -123,19 +127,19 @@ class SimulatedCluster(ClusterBackend):
         ]
 
     @staticmethod
-    def _wake_up_after(seconds: float) -> None:
+    def _wake_up_at(end: float) -> None:
         """Short jobs get a cluster tick right when they end, so their quota is given back promptly.
 
         Started by the scheduler process, the tick is a deadline of that process's own wait
         (loop.wake_cluster_at). Elsewhere it is a Celery task; ends that fall in the same 50 ms share one
         (a Redis flag per slot), so a thousand small jobs do not become a thousand ticks.
         """
-        if settings.CELERY_TASK_ALWAYS_EAGER or seconds > WAKE_UP_WITHIN_S:
+        if settings.CELERY_TASK_ALWAYS_EAGER or end - time.time() > WAKE_UP_WITHIN_S:
             return
         from scheduling.loop import _redis_client, wake_cluster_at
         from scheduling.tasks import cluster_tick
 
-        due = time.time() + seconds + 0.02
+        due = end + WAKE_UP_AFTER_END_S
         if wake_cluster_at(due):
             return  # started by the scheduler process, which wakes itself then
         slot = math.ceil(due / WAKE_UP_SLOT_S)

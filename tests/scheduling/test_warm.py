@@ -1,6 +1,7 @@
 """The warm scheduler: passes fed by events decide as a cold run would, and lose nothing when they fail."""
 
 import random
+import time
 from datetime import timedelta
 
 import pytest
@@ -172,10 +173,10 @@ def test_a_job_started_by_the_scheduler_process_wakes_that_process_at_its_end_wi
     queued = []
     monkeypatch.setattr(cluster_tick, "apply_async", lambda **kwargs: queued.append(kwargs))
     monkeypatch.setattr(loop, "_alarms", None)
-    SimulatedCluster._wake_up_after(0.05)  # a web or worker process: a Celery task wakes the scheduler
+    SimulatedCluster._wake_up_at(time.time() + 0.05)  # a web or worker process: a Celery task wakes the scheduler
     assert len(queued) == 1
     loop.serve_cluster_wakeups_here()  # the scheduler process
-    SimulatedCluster._wake_up_after(0.05)
+    SimulatedCluster._wake_up_at(time.time() + 0.05)
     assert len(queued) == 1
     for _ in range(3):  # other wake-ups waiting may come first
         if "cluster" in loop.wait_for_wake(30):  # at the job's end: the pass observes the cluster

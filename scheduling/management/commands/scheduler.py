@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from scheduling.loop import serve_cluster_wakeups_here, wait_for_wake
+from scheduling.loop import serve_cluster_wakeups_here, sleep_unless_due, wait_for_wake
 from scheduling.warm import Carrier, Leadership, WarmScheduler
 
 log = logging.getLogger("scheduling.scheduler")
@@ -58,7 +58,9 @@ class Command(BaseCommand):
                     last_check = time.monotonic()
                 gap = min_gap - (time.monotonic() - last_start)
                 if gap > 0 and not cut:
-                    time.sleep(gap)  # let a burst of submits gather into one pass
+                    # let a burst of submits gather into one pass, but not past the end of a job: room that
+                    # frees up is given out at once
+                    sleep_unless_due(gap)
                 # after a pass cut short by its settle budget: no waiting, and the cluster is observed first
                 triggers = wait_for_wake(0.0 if cut else idle) + (["continue", "cluster"] if cut else [])
                 if any(t.startswith("config") for t in triggers):

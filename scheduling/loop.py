@@ -127,7 +127,7 @@ def sleep_unless_due(seconds: float) -> bool:
 
 
 POLL_WITHOUT_REDIS_S = 0.5
-ALARM_SLACK_S = 0.005  # a wake-up due this soon is served at once
+ALARM_SLACK_S = 0.001  # a wake-up due this soon is served at once (the clock wakes within a fraction of it)
 REARM = "rearm"  # pushed on the wake list by the alarm clock only to end a wait (never a pass of its own)
 
 # Cluster wake-ups served in this process: the scheduler process starts jobs itself (its carrier thread), so
@@ -551,23 +551,29 @@ def _admit_all(admissions, by_name, type_ids: dict, now, events: list[JobEvent])
 EVENT_COLUMNS = ("job_id", "at", "from_state", "to_state", "reason")
 
 
-def insert_events(events: list[JobEvent], *, batch: int = 1000) -> list[JobEvent]:
+def insert_events(events: list[JobEvent], *, batch: int = 5000) -> list[JobEvent]:
     """INSERT `events` in one statement per `batch`, their ids set from RETURNING (on PostgreSQL, without
-    bulk_create's per-object preparation); elsewhere bulk_create."""
+    bulk_create's per-object preparation); elsewhere bulk_create. The rows go as one array per column
+    (unnest), not one placeholder per value: see update_jobs."""
     if connection.vendor != "postgresql" or not events:
         return JobEvent.objects.bulk_create(events)
     at = JobEvent._meta.get_field("at")
     columns = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
+    casts = [JobEvent._meta.get_field(c.removesuffix("_id")).db_type(connection) for c in EVENT_COLUMNS]
+    casts[0] = "bigint"  # job_id: the foreign key's column
+    arrays = ", ".join(f"%s::{cast}[]" for cast in casts)
+    sql = f'INSERT INTO "{JobEvent._meta.db_table}" ({columns}) SELECT * FROM unnest({arrays}) RETURNING "id"'
     for start in range(0, len(events), batch):
         chunk = events[start : start + batch]
-        params = []
-        for e in chunk:
-            params += [e.job_id, at.get_db_prep_save(e.at, connection), e.from_state, e.to_state, e.reason]
-        values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(chunk))
+        params = [
+            [e.job_id for e in chunk],
+            [at.get_db_prep_save(e.at, connection) for e in chunk],
+            [e.from_state for e in chunk],
+            [e.to_state for e in chunk],
+            [e.reason for e in chunk],
+        ]
         with connection.cursor() as cursor:
-            cursor.execute(
-                f'INSERT INTO "{JobEvent._meta.db_table}" ({columns}) VALUES {values} RETURNING "id"', params
-            )
+            cursor.execute(sql, params)
             for event, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
                 event.pk = pk
                 event._state.adding, event._state.db = False, connection.alias
@@ -583,50 +589,54 @@ class JobChange:
         self.__dict__.update(values)
 
 
-def update_jobs(jobs: list[Job | JobChange], fields: list[str], *, batch: int = 1000) -> None:
-    """Write `fields` of each of `jobs` (different values per job) in one statement per `batch` jobs.
+def update_jobs(
+    jobs: list[Job | JobChange], fields: list[str], *, batch: int = 5000, states: tuple[str, ...] | None = None
+) -> None:
+    """Write `fields` of each of `jobs` (different values per job) in one statement per `batch` jobs; with
+    `states`, only to the rows still in one of them.
 
-    On PostgreSQL an UPDATE ... FROM (VALUES ...): Django's bulk_update builds a CASE WHEN expression per
-    field and row, which costs more CPU to compile than the rows cost to write. Callers hold the rows' locks.
+    On PostgreSQL an UPDATE ... FROM unnest(one array per column): Django's bulk_update builds a CASE WHEN
+    expression per field and row, which costs more CPU to compile than the rows cost to write, and a VALUES
+    list with a placeholder per value cost the scheduler more to render client-side (psycopg parses every
+    query that long afresh) than the database took to run it. Callers hold the rows' locks.
     """
     if not jobs:
         return
     model_fields = [Job._meta.get_field(name) for name in fields]
     if connection.vendor != "postgresql":
         rows = [Job(pk=job.pk, **{f.attname: getattr(job, f.attname) for f in model_fields}) for job in jobs]
-        Job.objects.bulk_update(rows, fields, batch_size=batch)
+        target = Job.objects.filter(state__in=states) if states is not None else Job.objects
+        target.bulk_update(rows, fields, batch_size=batch)
         return
     columns = [f.column for f in model_fields]
     casts = [f.db_type(connection) for f in model_fields]
     table = Job._meta.db_table
     assignments = ", ".join(f'"{c}" = v."{c}"' for c in columns)
+    names = ", ".join(['"id"', *(f'"{c}"' for c in columns)])
+    arrays = ", ".join(f"%s::{cast}[]" for cast in ["bigint", *casts])
+    sql = f'UPDATE "{table}" AS j SET {assignments} FROM unnest({arrays}) AS v({names}) WHERE j."id" = v."id"'
+    if states is not None:
+        sql += ' AND j."state" = ANY(%s)'
     for start in range(0, len(jobs), batch):
         chunk = jobs[start : start + batch]
-        row = "(%s::bigint, " + ", ".join(f"%s::{cast}" for cast in casts) + ")"
-        params = []
-        for job in chunk:
-            params.append(job.pk)
-            for field in model_fields:
-                params.append(field.get_db_prep_save(getattr(job, field.attname), connection))
-        names = ", ".join(['"id"', *(f'"{c}"' for c in columns)])
-        sql = (
-            f'UPDATE "{table}" AS j SET {assignments} FROM (VALUES {", ".join([row] * len(chunk))}) AS v({names})'
-            ' WHERE j."id" = v."id"'
-        )
+        params = [[job.pk for job in chunk]]
+        for field in model_fields:
+            params.append([field.get_db_prep_save(getattr(job, field.attname), connection) for job in chunk])
+        if states is not None:
+            params.append(list(states))
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
 
 
 def _update_reasons(reasons: dict[str, str], by_name: dict[str, JobRow], *, skip: set[int]) -> None:
-    """Store each pending job's reason where it changed, one UPDATE per distinct reason."""
-    changed: dict[str, list[int]] = defaultdict(list)
+    """Store each pending job's reason where it changed (and the job is still queued), in one UPDATE."""
+    changed = []
     for name, reason in reasons.items():
         job = by_name.get(name)
         if job is not None and job.pk not in skip and job.state in QUEUED_STATES and job.reason != reason:
-            changed[reason].append(job.pk)
+            changed.append(JobChange(pk=job.pk, reason=reason))
             job.reason = reason
-    for reason, ids in changed.items():
-        Job.objects.filter(pk__in=ids, state__in=QUEUED_STATES).update(reason=reason)
+    update_jobs(changed, ["reason"], states=QUEUED_STATES)
 
 
 # --- telling the cluster ----------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ WAKE_UP_WITHIN_S = 120  # finishes sooner than this get their own cluster tick; 
 WAKE_UP_SLOT_S = 0.05
 # An end is looked at this long after it (more than loop.ALARM_SLACK_S, the margin within which a wake-up counts
 # as due: a look before the end would not see it, and the next look comes only a second later).
-WAKE_UP_AFTER_END_S = 0.01
+WAKE_UP_AFTER_END_S = 0.003
 
 
 def unit_hash(job_id: int, salt: str) -> float:

@@ -217,6 +217,11 @@ def _alarm_due() -> bool:
     return due is not None and due <= time.time() + ALARM_SLACK_S
 
 
+def wake_up_due() -> bool:
+    """Whether a cluster wake-up this process serves is due (the next pass should come before other work)."""
+    return _alarm_due()
+
+
 def _take_due_alarms() -> bool:
     now = time.time() + ALARM_SLACK_S
     taken = False
@@ -784,8 +789,8 @@ def start_on_cluster(jobs: list[Job], *, backend) -> None:
     if gone:  # drop the claim, or a later admission would wait for it to expire before starting
         Job.objects.filter(pk__in=[job.pk for job in gone], backend_ref=claim).update(backend_ref="")
     started = [job for job in started if job.pk in still]
-    if started:  # record them running now, unless a pass holds the lock: passes observe the cluster themselves
-        cluster_sync(jobs=started, backend=backend, wait=False)
+    if started:  # record them running now, without the loop's lock: a pass never waits for the carrier
+        cluster_sync(jobs=started, backend=backend, lock=False)
 
 
 def stop_on_cluster(job_ids: list[int], *, reason: str, preempted: bool) -> None:
@@ -795,13 +800,15 @@ def stop_on_cluster(job_ids: list[int], *, reason: str, preempted: bool) -> None
         stop_claimed(job, backend=backend, reason=reason, preempted=preempted)
 
 
-def cluster_sync(*, jobs=None, backend=None, wait: bool | None = None) -> int:
+def cluster_sync(*, jobs=None, backend=None, wait: bool | None = None, lock: bool = True) -> int:
     """Apply what the cluster reports about admitted/running jobs; ask for a run when any finished.
 
     Returns the number of jobs that finished. When an admission run holds the lock, that run (or the one
     asked for here) observes the cluster itself, so nothing waits. `wait` (default: with the scheduler
     process) waits for the lock instead; the carrier, which starts jobs, never does: it would hold back the
-    next starts for a whole pass.
+    next starts for a whole pass. Without `lock` (the carrier, marking what it just started running) the rows'
+    own locks are enough: every change is conditional on the state it leaves, and a run's conditional writes
+    treat admitted and running alike, so nobody waits for the other's transaction.
     """
     backend = backend or get_backend()
     if jobs is None:
@@ -819,7 +826,7 @@ def cluster_sync(*, jobs=None, backend=None, wait: bool | None = None) -> int:
     # the finish waits for one to end; with cold runs (long, and each observes the cluster itself) it skips.
     wait = settings.ADMISSION_SCHEDULER == "process" if wait is None else wait
     with transaction.atomic():
-        if not _lock(wait=wait):
+        if lock and not _lock(wait=wait):
             admission_request("finish")
             return 0
         finished = _apply_observations(jobs, observations)

@@ -41,6 +41,9 @@ ASKED_MAX = 50  # estimates carried into later publications (each costs the sche
 ASKED_SECONDS = 600.0  # an estimate no page asked for again in this long is dropped
 PUBLISH_MIN_SECONDS = 1.0  # the scheduler publishes at most this often
 COST_SHARE = 10  # and waits this many times a publication's cost after it (50,000 pending: about 1 s each)
+# A change waits while the end of a job is due (its room is given out first: a publication after a pass delays
+# the next pass by its cost), for at most this long after the last publication.
+YIELD_TO_ENDS_SECONDS = 5.0
 
 
 # --- writing ------------------------------------------------------------------------------------------------
@@ -173,7 +176,12 @@ class _Pace:
         self.confirmed_top = 0
 
     def due(self) -> bool:
-        return time.monotonic() - self.at >= max(PUBLISH_MIN_SECONDS, COST_SHARE * self.cost)
+        since = time.monotonic() - self.at
+        if since < max(PUBLISH_MIN_SECONDS, COST_SHARE * self.cost):
+            return False
+        from scheduling.loop import wake_up_due
+
+        return since >= YIELD_TO_ENDS_SECONDS or not wake_up_due()
 
     def confirm_due(self, top: int) -> bool:
         since = time.monotonic() - self.confirmed_at
@@ -182,8 +190,9 @@ class _Pace:
 
 def after_pass(state, result, applied, now) -> None:
     """The scheduler process, after a pass committed: publish its plan if the pass changed anything (at most once
-    a second and about a COST_SHARE-th of the scheduler's time: a change waits for a later pass, and an idle
-    scheduler passes every second), else confirm that the latest publication is still current."""
+    a second and about a COST_SHARE-th of the scheduler's time, and not while a job's end waits to be served:
+    a change waits for a later pass, and an idle scheduler passes every second), else confirm that the latest
+    publication is still current."""
     try:
         pace = state.__dict__.setdefault("publication_pace", _Pace())
         top = max([state.top, *(event.pk for event in applied.events if event.pk)])

@@ -49,3 +49,30 @@ def test_a_preemption_records_the_state_the_database_holds_not_the_schedulers_co
     done = _preempt_all([engine.Preemption(str(job.pk), "", "priority")], {str(job.pk): row}, timezone.now(), events)
     assert done == [job.pk]
     assert (events[0].from_state, events[0].to_state) == (JobState.RUNNING, JobState.PREEMPTED)
+
+
+@pytest.mark.django_db(transaction=True)  # the pass's lock is another session's, as in production
+def test_the_carrier_records_what_it_started_running_while_a_pass_holds_the_loops_lock(
+    scientist, team_a, submit, settings
+):
+    """The carrier marks what it started running under the rows' own locks: a pass (holding the loop's lock)
+    never waits for it, and it never leaves its starts unrecorded because a pass was running."""
+    import psycopg
+    from django.db import connection
+
+    from scheduling.loop import LOCK_KEY
+
+    settings.CELERY_TASK_ALWAYS_EAGER, settings.ADMISSION_SCHEDULER = False, "process"  # nothing runs inline
+    job = submit(scientist, team_a, accelerators=2)
+    WarmScheduler(carry_out=lambda: None).run_pass()  # admitted, not started yet
+    job.refresh_from_db()
+    assert job.state == JobState.ADMITTED
+    s = connection.settings_dict
+    url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    with psycopg.connect(url) as other:  # a pass in another process, inside its transaction
+        other.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+        carry_out()
+        job.refresh_from_db()
+        assert job.state == JobState.RUNNING and job.started_at is not None
+        assert job.events.filter(to_state=JobState.RUNNING).count() == 1
+        other.rollback()

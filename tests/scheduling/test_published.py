@@ -120,3 +120,20 @@ def test_infinities_survive_the_json_column(db):
     published.publish(decisions, engine_now=0.0, event_top=0, config=published.current_config(), source="warm")
     assert published.team_statuses()["a"]["fair_share"] == {"t": {"gpu": inf}}
     assert published.team_statuses(["a"])["a"]["fair_share"] == {"t": {"gpu": inf}}
+
+
+def test_a_publication_waits_while_a_jobs_end_is_due_but_not_for_long(monkeypatch):
+    """Publishing costs the scheduler time between passes: while the end of a job is due (its room waits to be
+    given out) it waits, up to YIELD_TO_ENDS_SECONDS after the last publication."""
+    import time
+
+    from scheduling import loop, published
+
+    pace = published._Pace()
+    pace.at = time.monotonic() - published.PUBLISH_MIN_SECONDS - 0.5
+    monkeypatch.setattr(loop, "wake_up_due", lambda: False)
+    assert pace.due()
+    monkeypatch.setattr(loop, "wake_up_due", lambda: True)
+    assert not pace.due()
+    pace.at = time.monotonic() - published.YIELD_TO_ENDS_SECONDS - 0.5
+    assert pace.due()

@@ -184,3 +184,24 @@ def test_a_job_started_by_the_scheduler_process_wakes_that_process_at_its_end_wi
     else:
         raise AssertionError("the job's end did not wake the scheduler")
     assert loop._next_alarm() is None
+
+
+def test_the_scheduler_process_moves_its_state_out_of_the_collectors_sight_when_it_reads_it_whole(
+    scientist, team_a, submit
+):
+    import gc
+
+    submit(scientist, team_a, name="one")
+    gc.unfreeze()
+    try:
+        WarmScheduler(carry_out=lambda: None).run_pass()  # elsewhere (tests, cold runs): the collector as it is
+        assert gc.get_freeze_count() == 0
+        scheduler = WarmScheduler(carry_out=lambda: None, freeze_state=True)
+        scheduler.run_pass()  # the state read whole: frozen
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        submit(scientist, team_a, name="two")
+        scheduler.run_pass()  # followed from events: nothing frozen anew (frozen objects freed leave the count)
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()

@@ -43,7 +43,7 @@ class Command(BaseCommand):
         faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1 <pid>: where is it stuck?
         serve_cluster_wakeups_here()  # the carrier starts jobs here: their ends wake this process directly
         carrier = Carrier()
-        leadership, scheduler = Leadership(), WarmScheduler(carry_out=carrier)
+        leadership, scheduler = Leadership(), WarmScheduler(carry_out=carrier, freeze_state=True)
         done, last_check, last_start, standing_by, cut = 0, time.monotonic(), 0.0, False, False
         try:
             while not self.stopping and (not passes or done < passes):

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from quotas.models import ClusterPolicy, ComputeAllocation, InstanceType, PriorityClass, Team
 from scheduling import engine
-from scheduling.models import ACTIVE_STATES, QUEUED_STATES, Job, JobState
+from scheduling.models import ACTIVE_STATES, QUEUED_STATES, Job
 
 
 def lowest_priority() -> int:
@@ -68,16 +68,6 @@ def expected_runtime_s(job) -> float | None:
     return float(job.expected_duration_s) if job.expected_duration_s else None
 
 
-def expected_hold_s(job) -> float | None:
-    """How long after its admission an active job (a Job or a JobRow) is expected to end, as the engine's plans
-    count it (admitted_at + this): its expected runtime from when it started on the cluster, which may be well
-    after its admission (image pulls, a busy API server); from its admission while it has not started yet."""
-    runtime = expected_runtime_s(job)
-    if runtime is None or job.state != JobState.RUNNING or not job.started_at or not job.admitted_at:
-        return runtime
-    return runtime + max(0.0, (job.started_at - job.admitted_at).total_seconds())
-
-
 def job_workload(job: Job, *, lowest: int) -> engine.Workload:
     active = job.state in ACTIVE_STATES
     return engine.Workload(
@@ -91,7 +81,7 @@ def job_workload(job: Job, *, lowest: int) -> engine.Workload:
         running_on=job.assigned_instance_type.name if active and job.assigned_instance_type_id else None,
         nodes=list(job.placement) if active and job.placement else None,
         admitted_at=job.admitted_at.timestamp() if active and job.admitted_at else None,
-        duration=expected_hold_s(job),
+        duration=expected_runtime_s(job),
     )
 
 
@@ -130,7 +120,7 @@ def snapshot_from_jobs(jobs: list[Job], *, now: datetime) -> engine.Snapshot:
 ROW_FIELDS = (
     "pk", "name", "state", "reason", "team_id", "accelerators", "vcpus", "memory_gib", "pods", "priority_class_id",
     "submitted_at", "instance_type_id", "assigned_instance_type_id", "placement", "admitted_at",
-    "expected_duration_s", "started_at",
+    "expected_duration_s",
 )  # fmt: skip
 
 
@@ -154,7 +144,6 @@ class JobRow:
     placement: list | None
     admitted_at: datetime | None
     expected_duration_s: int | None
-    started_at: datetime | None
     team_name: str = ""
 
 
@@ -200,7 +189,7 @@ class RowLookups:
             running_on=assigned.name if active and assigned else None,
             nodes=list(row.placement) if active and row.placement else None,
             admitted_at=row.admitted_at.timestamp() if active and row.admitted_at else None,
-            duration=expected_hold_s(row),
+            duration=expected_runtime_s(row),
         )
 
 

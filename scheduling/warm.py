@@ -36,8 +36,8 @@ from scheduling import engine, published
 from scheduling.engine import warm as engine_warm
 from scheduling.engine.queues import PENDING, RUNNING
 from scheduling.loop import LOCK_KEY, RUN_HISTORY, STARTING, _observe, apply_decisions, request_carry_out
-from scheduling.models import ACTIVE_STATES, FINAL_STATES, QUEUED_STATES, AdmissionRun, JobEvent
-from scheduling.snapshot import JobRow, RowLookups, expected_hold_s, load_rows, snapshot_from_rows
+from scheduling.models import ACTIVE_STATES, FINAL_STATES, QUEUED_STATES, AdmissionRun, JobEvent, JobState
+from scheduling.snapshot import JobRow, RowLookups, load_rows, snapshot_from_rows
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ FINGERPRINT_SECONDS = 1.0  # how often a pass checks the configuration fingerpri
 # gets dearer (seen with Kueue's large-scale scenario: a first pass that did not end in 4 minutes).
 SETTLE_BUDGET_S = 2.0
 EXPLAIN_ALL_SECONDS = 5.0  # every pending job's reason refreshed this often (or 10x its cost); new ones at once
+IGNORED_EVENTS = (JobState.RUNNING,)  # admitted -> running changes nothing the engine holds
 
 
 class Drift(Exception):
@@ -151,14 +152,13 @@ class WarmState:
         self.gaps = {pk: self.gaps[pk] for pk in gaps}
         query = Q(pk__gt=self.top) | Q(pk__in=gaps) if gaps else Q(pk__gt=self.top)
         changed, above = set(), []
-        # every event counts, admitted -> running too: it moves the work's expected end (see expected_hold_s)
-        for pk, job_id in JobEvent.objects.filter(query).values_list("pk", "job_id"):
+        for pk, job_id, to_state in JobEvent.objects.filter(query).values_list("pk", "job_id", "to_state"):
             self.gaps.pop(pk, None)
             if pk > self.top:
                 above.append(pk)
             if pk in self.own:
                 self.own.discard(pk)
-            else:
+            elif to_state not in IGNORED_EVENTS:
                 changed.add(job_id)
         if above:
             present = set(above)
@@ -215,7 +215,6 @@ class WarmState:
                 if job.state != RUNNING:
                     since = row.admitted_at.timestamp() if row.admitted_at else now_ts
                     engine_warm.place(s, job, flavor.name, row.placement, since)
-                engine_warm.retime(s, job, expected_hold_s(row))
         return len(ids)
 
     def compare(self, fresh: WarmState) -> int:

@@ -177,15 +177,6 @@ class Scheduler:
         self._start(job, flavor, None)
         job.admitted_at = job.first_admitted_at = since
 
-    def retime(self, job: Job, duration: float | None) -> None:
-        """A running workload's expected end moved (admitted_at + duration): it started on the cluster later
-        than it was admitted, and runs its length from then. Plans count its end anew."""
-        if job.state != RUNNING or job.duration == duration:
-            return
-        job.duration = duration
-        self._running_changed(job.team, job.flavor, job)
-        self._state_changed(job.team)
-
     def finish(self, job: Job, now: float) -> None:
         # Work that ends when it was expected to end, or later, changes nothing a plan did not foresee: the
         # plan supposed it gone from its expected end (or from when it was made), and no hold starts before

@@ -113,11 +113,6 @@ def place(s: Scheduler, job: Job, flavor: str, nodes: list[int] | None, since: f
         s.start_running_unplaced(job, index, since)
 
 
-def retime(s: Scheduler, job: Job, duration: float | None) -> None:
-    """A running workload's expected end, counted from its admission, is now `duration` after it."""
-    s.retime(job, duration)
-
-
 def forget(s: Scheduler, job: Job, now: float) -> None:
     """A workload that left for good (finished, failed, cancelled): free what it held and drop it."""
     if job.state == RUNNING:

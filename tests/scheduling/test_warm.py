@@ -205,30 +205,3 @@ def test_the_scheduler_process_moves_its_state_out_of_the_collectors_sight_when_
         assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
-
-
-def test_a_job_that_starts_late_is_expected_to_end_its_length_after_its_start_not_its_admission(
-    scientist, team_a, submit, settings
-):
-    """Pods may start well after their admission (image pulls, a busy API server): the plans, warm and cold,
-    count a running job's end from when it started on the cluster."""
-    from scheduling.models import JobEvent
-    from scheduling.snapshot import build_snapshot, expected_hold_s, expected_runtime_s
-
-    settings.CLUSTER_BACKEND = "kubernetes"  # expected durations as given (the simulated cluster scales them)
-    job = submit(scientist, team_a, name="late", accelerators=8, expected_duration_s=3600)
-    scheduler = WarmScheduler(carry_out=lambda: None)  # admitted, not started yet
-    scheduler.run_pass()
-    job.refresh_from_db()
-    engine_job = scheduler.state.scheduler.jobs[str(job.pk)]
-    assert job.state == JobState.ADMITTED and engine_job.duration == 3600 == expected_hold_s(job)
-    started = job.admitted_at + timedelta(seconds=300)  # its pods ran five minutes after the admission
-    Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING, started_at=started)
-    JobEvent.objects.create(job=job, at=started, from_state=JobState.ADMITTED, to_state=JobState.RUNNING)
-    scheduler.run_pass()  # follows the start
-    job.refresh_from_db()
-    assert expected_runtime_s(job) == 3600 and expected_hold_s(job) == 3900
-    assert engine_job.duration == 3900  # admitted_at + 3900 = started_at + 3600
-    cold = {w.name: w for w in build_snapshot().workloads}[str(job.pk)]
-    assert cold.duration == 3900
-    assert_in_step(scheduler)

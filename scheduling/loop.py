@@ -93,7 +93,7 @@ def wait_for_wake(timeout: float) -> list[str]:
     while True:
         _arm(ring_redis=client is not None)
         left = end - time.time()
-        if _alarm_due() or left < ALARM_SLACK_S:  # due now: take what is waiting without blocking
+        if wake_up_due() or left < ALARM_SLACK_S:  # due now: take what is waiting without blocking
             got = None
         elif client is None:
             _rearm.wait(left)
@@ -119,11 +119,11 @@ def sleep_unless_due(seconds: float) -> bool:
     registered meanwhile). True if one fell due (it stays to be taken by wait_for_wake)."""
     _arm(ring_redis=False)
     try:
-        if not _alarm_due():
+        if not wake_up_due():
             _rearm.wait(seconds)
     finally:
         _disarm()
-    return _alarm_due()
+    return wake_up_due()
 
 
 POLL_WITHOUT_REDIS_S = 0.5
@@ -212,14 +212,10 @@ def _next_alarm() -> float | None:
         return _alarms[0] if _alarms else None
 
 
-def _alarm_due() -> bool:
-    due = _next_alarm()
-    return due is not None and due <= time.time() + ALARM_SLACK_S
-
-
 def wake_up_due() -> bool:
     """Whether a cluster wake-up this process serves is due (the next pass should come before other work)."""
-    return _alarm_due()
+    due = _next_alarm()
+    return due is not None and due <= time.time() + ALARM_SLACK_S
 
 
 def _take_due_alarms() -> bool:
@@ -564,8 +560,7 @@ def insert_events(events: list[JobEvent], *, batch: int = 5000) -> list[JobEvent
         return JobEvent.objects.bulk_create(events)
     at = JobEvent._meta.get_field("at")
     columns = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
-    casts = [JobEvent._meta.get_field(c.removesuffix("_id")).db_type(connection) for c in EVENT_COLUMNS]
-    casts[0] = "bigint"  # job_id: the foreign key's column
+    casts = ["bigint", *(JobEvent._meta.get_field(c).db_type(connection) for c in EVENT_COLUMNS[1:])]  # job_id
     arrays = ", ".join(f"%s::{cast}[]" for cast in casts)
     sql = f'INSERT INTO "{JobEvent._meta.db_table}" ({columns}) SELECT * FROM unnest({arrays}) RETURNING "id"'
     for start in range(0, len(events), batch):

@@ -63,6 +63,7 @@ class Scheduler:
     remember_refusals = True  # see reservation_blocker; the tests compare decisions with it off
     narrow_wakes = True  # see _stop; the tests compare decisions with it off
     narrow_retries = True  # see settle; the tests compare decisions with it off
+    favor_evictors = True  # see settle; the tests check the same properties with it off
 
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
@@ -134,6 +135,7 @@ class Scheduler:
         self.ranked_spare: dict[tuple, tuple] = {}  # the same key -> (the same gens, [(share, member, spare work)])
         self.searches = [0, 0]  # victim searches run, and skipped as known to fail
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
+        self.favored: set[Job] = set()  # offered before everyone in this settle (they evicted deferred work)
         self.protect_epoch = 0  # counts changes of (protected, deferred)
         # Trial plans that refused a workload, kept while what they read is unchanged (see reservation_blocker):
         # (workload, instance type, nodes) -> (what the trial read, the head it would delay)
@@ -400,6 +402,8 @@ class Scheduler:
                 else:
                     wasted, undone = set(), set()
             if wasted or undone:
+                if self.favor_evictors:
+                    self.favored |= self._evictors(start, undone)
                 self._undo(start)
                 protected |= wasted
                 deferred |= undone
@@ -420,10 +424,12 @@ class Scheduler:
                 start = len(self.log)
                 protected, deferred = set(), set()
                 self._protect(set(), set())
+                self.favored = set()
                 self.wake_all()
             else:
                 break
         self._protect(set(), set())
+        self.favored = set()
 
     def _waste(self, start: int) -> tuple[set[Job], set[Job]]:
         """What this settle did for nothing: workloads evicted and then admitted again (their eviction would be
@@ -441,6 +447,26 @@ class Scheduler:
                 if job in admitted:
                     undone.add(job)
         return readmitted, undone
+
+    def _evictors(self, start: int, undone: set[Job]) -> set[Job]:
+        """Who took the room of each undone workload (admitted, then evicted within the settle), followed to the
+        last of a chain (an evictor evicted in turn is undone too): the one that kept it. On the retry it is
+        offered before everyone, so that it takes that room directly. Deferring the undone workload alone is not
+        enough where several teams' borrowers would take the same room first: each retry deferred one of them,
+        and the next took the room and was evicted in turn (15 retries of a whole settle in a full cluster)."""
+        taken_by: dict[Job, Job] = {}
+        for entry in self.log[start:]:
+            if entry[0] != "admitted" and entry[1] in undone:
+                taken_by[entry[1]] = entry[2]
+        out = set()
+        for job in taken_by:
+            seen = {job}
+            while job in taken_by and taken_by[job] not in seen:
+                job = taken_by[job]
+                seen.add(job)
+            if job.state == RUNNING and job not in undone:
+                out.add(job)
+        return out
 
     def _undo(self, start: int) -> None:
         """Take back what the log records since `start`, newest first, restoring the exact earlier state."""
@@ -785,9 +811,10 @@ class Scheduler:
         return (self.now, tuple(ordered), tuple(self.flavor_gen[t] for t in ordered), tuple(holds), held)
 
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
+        favored = job not in self.favored  # False first
         if self.fair:
-            return (dominant_share(self.book, team.book, plan[0], job.total), job.key)
-        return (plan[2], job.key)
+            return (favored, dominant_share(self.book, team.book, plan[0], job.total), job.key)
+        return (favored, plan[2], job.key)
 
     def _within_nominal(self, job: Job) -> bool:
         return any(self._fits_nominal(job, f) for f in self.flavors_for(job))

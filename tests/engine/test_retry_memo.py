@@ -1,0 +1,66 @@
+"""A settle that finds waste undoes what it decided and tries again from the state it started from, with more
+work protected or deferred (Scheduler.settle). Each try goes through the same states as the one before for as
+long as it makes the same decisions, and asked the same trial plans of reservations there: the answers are
+remembered per state, named by the decisions that led to it (Scheduler.reservation_blocker). That must change
+no decision: the engine decides as when every try plans afresh, on random clusters, reservation streams and
+crowded or contended clusters, where retries happen."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduling.engine.admission import Scheduler
+
+from .helpers import with_and_without
+from .test_blocker_is_delayed import _crowded_with_endless_work
+from .test_invariants import scenarios
+from .test_refusal_memory import _crowded
+from .test_reservations import streams
+from .test_victim_search_cache import _contended
+
+COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def both(data: dict) -> tuple[dict, dict]:
+    return with_and_without(Scheduler, "memo_retries", data)
+
+
+@COMMON
+@given(scenarios(with_cluster=True), st.integers(10, 60))
+def test_the_same_decisions_planning_afresh_on_retries_on_several_types(data, until):
+    data["until"] = until
+    memo, afresh = both(data)
+    assert memo == afresh
+
+
+@COMMON
+@given(streams())
+def test_the_same_decisions_planning_afresh_on_retries_on_reservation_streams(data):
+    data["until"] = 300
+    memo, afresh = both(data)
+    assert memo == afresh
+
+
+def test_the_same_decisions_planning_afresh_on_retries_on_crowded_and_contended_clusters():
+    for seed in range(40):
+        for data in (_crowded(seed), _contended(seed), _crowded_with_endless_work(seed)):
+            memo, afresh = both(data)
+            assert memo == afresh, seed
+
+
+def test_retries_answer_from_the_memo():
+    """The memo is used where retries happen: over crowded and contended clusters, fewer trial plans are asked."""
+    asked = {True: 0, False: 0}
+    original = Scheduler._trial_blocker
+
+    def counted(self, job, plan):
+        asked[Scheduler.memo_retries] += 1
+        return original(self, job, plan)
+
+    Scheduler._trial_blocker = counted
+    try:
+        for seed in range(40):
+            for data in (_crowded(seed), _contended(seed), _crowded_with_endless_work(seed)):
+                both(data)
+    finally:
+        Scheduler._trial_blocker = original
+    assert asked[True] < asked[False], asked

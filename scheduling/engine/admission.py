@@ -724,13 +724,14 @@ class Scheduler:
         return plan
 
     def _memo(self) -> tuple | None:
-        """What reservations answered in this state of the settle, on an earlier try: (blockers, plans)."""
+        """What was answered in this state of the settle on an earlier try: (reservation blockers, current plans,
+        admission plans without victims or none at all)."""
         memo = self.retry_memo
         if memo is None:
             return None
         known = memo[1].get(self.state_id)
         if known is None:
-            known = memo[1][self.state_id] = ({}, {})
+            known = memo[1][self.state_id] = ({}, {}, {})
         return known
 
     def _decided(self, decision: tuple) -> None:
@@ -899,6 +900,19 @@ class Scheduler:
         then with borrowing, then with preemption. With `skip`, those types are passed over and nobody is
         preempted (see _elsewhere).
         """
+        memo = self._memo() if skip is None else None
+        if memo is not None:
+            known = memo[2].get(job)
+            # a plan without victims reads no protection; where there was none, more protection finds none either
+            if known is not None and (known[0] is not None or known[1] <= self.protected):
+                return known[0]
+            found = self._plan(job, None)
+            if found is None or not found[3]:
+                memo[2][job] = (found, frozenset(self.protected))
+            return found
+        return self._plan(job, skip)
+
+    def _plan(self, job: Job, skip: set[int] | None):
         book, team = self.book, job.team.book
         borrowing_plan = None
         flavors = self.flavors_for(job)

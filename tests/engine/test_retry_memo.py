@@ -1,10 +1,9 @@
-"""A settle that finds waste undoes what it decided and tries again from the state it started from, with more
-work protected or deferred (Scheduler.settle). Each try goes through the same states as the one before for as
-long as it makes the same decisions, and asked the same trial plans of reservations there: the answers are
-remembered per state, named by the decisions that led to it (Scheduler.reservation_blocker), and so are the
-admission plans that evict nobody (Scheduler.plan). That must change
-no decision: the engine decides as when every try plans afresh, on random clusters, reservation streams and
-crowded or contended clusters, where retries happen."""
+"""A settle that finds waste undoes what it decided and tries again from the state it started from, with more work
+protected or deferred (Scheduler.settle). Each try goes through the same states as the one before for as long as it
+makes the same decisions, and asked the same trial plans of reservations there: the answers are remembered per
+state, named by the decisions that led to it (Scheduler.reservation_blocker), and so are the admission plans that
+evict nobody (Scheduler.plan). That must change no decision: the engine decides as when every try plans afresh, on
+random clusters, reservation streams and crowded or contended clusters, where retries happen."""
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -24,6 +24,7 @@ from .reservations import Extra, Plan, Planner, Timeline, end_of, planning_key
 MAX_PLAIN_PASSES = 4  # after a settle that needed protection from wasted evictions (see settle)
 MAX_RUNNING_CHANGES = 4096  # starts and stops kept for the planner's list of ends, per instance type and scope
 MAX_REMEMBERED_REFUSALS = 1 << 16  # refused trials kept (emptied beyond that; they are tried again)
+NONE_PROTECTED: frozenset = frozenset()
 MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
@@ -142,10 +143,11 @@ class Scheduler:
         # Trial plans that refused a workload, kept while what they read is unchanged (see reservation_blocker):
         # (workload, instance type, nodes) -> (what the trial read, the head it would delay)
         self.refusals: dict[tuple, tuple] = {}
-        # What reservations answered in the states a settle went through, for its retries (see reservation_blocker):
-        # (log length where the settle (re)started, {state: ({(workload, type, nodes, deferred heads): (blocker,
-        # trial plan)}, {scope: plan})}, {(state, decision): the state it leads to}); None outside a settle. A
-        # state is named by the decisions that led to it from the settle's start (state 0).
+        # What was answered in the states a settle went through, for its retries (see reservation_blocker): (log
+        # length where the settle (re)started, {state: ({(workload, type, nodes, deferred heads): (blocker, trial
+        # plan)}, {scope: plan}, {workload: (admission plan, protected then)})}, {(state, decision): the state it
+        # leads to}, whether every state is recorded or only the first); None outside a settle. A state is named
+        # by the decisions that led to it from the settle's start (state 0).
         self.retry_memo: tuple | None = None
         self.state_id = 0
 
@@ -397,13 +399,21 @@ class Scheduler:
         ever_protected: set[Job] = set()  # across the plain passes of this settle
         ever_deferred: set[Job] = set()
         plain_passes = 0
+        retried = False  # whether this try starts again from where an earlier try of this settle started
         self.cut = False
         while True:  # a retry protects or defers more work, or spends one of the few plain passes: this ends
             mark = len(self.log)
-            if self.memo_retries and mark == start:  # the state the settle (re)starts from: see reservation_blocker
+            if mark == start:  # the state the settle (re)starts from: see reservation_blocker
+                # A first try records only what it asks in the state it starts from (most of a try's cost, and
+                # most settles never retry: recording every state cost 15 % of Kueue's large-scale scenario);
+                # retries record every state they go through.
                 memo = self.retry_memo
-                if memo is None or memo[0] != mark:
-                    self.retry_memo = (mark, {}, {})
+                if not self.memo_retries:
+                    self.retry_memo = None
+                elif not retried or memo is None or memo[0] != mark:
+                    self.retry_memo = (mark, {}, {}, retried)
+                elif not memo[3]:
+                    self.retry_memo = (mark, memo[1], memo[2], True)
                 self.state_id = 0
             self._settle_once(mark)
             if self.cut:
@@ -426,6 +436,7 @@ class Scheduler:
                 if self.favor_evictors:
                     self.favored |= self._evictors(start, undone)
                 self._undo(start)
+                retried = True
                 protected |= wasted
                 deferred |= undone
                 ever_protected |= wasted
@@ -443,6 +454,7 @@ class Scheduler:
                 # settling again would (undoing back past it would only find the same waste again).
                 plain_passes += 1
                 start = len(self.log)
+                retried = False
                 protected, deferred = set(), set()
                 self._protect(set(), set())
                 self.favored = set()
@@ -735,7 +747,7 @@ class Scheduler:
         """What was answered in this state of the settle on an earlier try: (reservation blockers, current plans,
         admission plans without victims or none at all)."""
         memo = self.retry_memo
-        if memo is None:
+        if memo is None or (self.state_id and not memo[3]):
             return None
         known = memo[1].get(self.state_id)
         if known is None:
@@ -745,9 +757,13 @@ class Scheduler:
     def _decided(self, decision: tuple) -> None:
         """Name the state a decision leads to (see reservation_blocker)."""
         memo = self.retry_memo
-        if memo is not None:
-            step = memo[2]
-            self.state_id = step.setdefault((self.state_id, decision), len(step) + 1)
+        if memo is None:
+            return
+        if not memo[3]:
+            self.state_id = -1  # past the state the try started from: a first try records no more
+            return
+        step = memo[2]
+        self.state_id = step.setdefault((self.state_id, decision), len(step) + 1)
 
     def _valid_entry(self, scope) -> list | None:
         """The cached plan entry of `scope` if the state has changed only as it foresaw (its heads may differ)."""
@@ -916,7 +932,7 @@ class Scheduler:
                 return known[0]
             found = self._plan(job, None)
             if found is None or not found[3]:
-                memo[2][job] = (found, frozenset(self.protected))
+                memo[2][job] = (found, frozenset(self.protected) if self.protected else NONE_PROTECTED)
             return found
         return self._plan(job, skip)
 

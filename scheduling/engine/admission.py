@@ -902,10 +902,10 @@ class Scheduler:
         return (self.now, tuple(ordered), tuple(self.flavor_gen[t] for t in ordered), tuple(holds), held)
 
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
-        favored = job not in self.favored  # False first
+        later = job not in self.favored  # the favored first
         if self.fair:
-            return (favored, dominant_share(self.book, team.book, plan[0], job.total), job.key)
-        return (favored, plan[2], job.key)
+            return (later, dominant_share(self.book, team.book, plan[0], job.total), job.key)
+        return (later, plan[2], job.key)
 
     def _within_nominal(self, job: Job) -> bool:
         return any(self._fits_nominal(job, f) for f in self.flavors_for(job))

@@ -28,6 +28,30 @@ NONE_PROTECTED: frozenset = frozenset()
 MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
+class RetryMemo:
+    """What a settle's tries were answered in the states they went through (see Scheduler.reservation_blocker). A
+    state is named by the decisions that led to it from the state the settle (re)started from (state 0)."""
+
+    __slots__ = ("start", "states", "steps", "every")
+
+    def __init__(self, start: int, every: bool):
+        self.start = start  # log length where the settle (re)started
+        self.states: dict[int, Answers] = {}
+        self.steps: dict[tuple, int] = {}  # (state, decision) -> the state it leads to
+        self.every = every  # every state recorded, or only state 0 (a first try)
+
+
+class Answers:
+    """What was answered in one state of a settle."""
+
+    __slots__ = ("blockers", "plans", "admissions")
+
+    def __init__(self):
+        self.blockers: dict[tuple, tuple] = {}  # (workload, type, nodes, deferred heads) -> (blocker, trial plan)
+        self.plans: dict[object, Plan] = {}  # scope -> its current plan
+        self.admissions: dict[Job, tuple] = {}  # workload -> (admission plan without victims or None, protected)
+
+
 class TeamState:
     """A team's book (limits, usage) plus what the scheduler needs: queue, running work, policies."""
 
@@ -143,12 +167,7 @@ class Scheduler:
         # Trial plans that refused a workload, kept while what they read is unchanged (see reservation_blocker):
         # (workload, instance type, nodes) -> (what the trial read, the head it would delay)
         self.refusals: dict[tuple, tuple] = {}
-        # What was answered in the states a settle went through, for its retries (see reservation_blocker): (log
-        # length where the settle (re)started, {state: ({(workload, type, nodes, deferred heads): (blocker, trial
-        # plan)}, {scope: plan}, {workload: (admission plan, protected then)})}, {(state, decision): the state it
-        # leads to}, whether every state is recorded or only the first); None outside a settle. A state is named
-        # by the decisions that led to it from the settle's start (state 0).
-        self.retry_memo: tuple | None = None
+        self.retry_memo: RetryMemo | None = None  # None outside a settle
         self.state_id = 0
 
     # ----- workloads coming and going -------------------------------------------------------------------
@@ -410,10 +429,10 @@ class Scheduler:
                 memo = self.retry_memo
                 if not self.memo_retries:
                     self.retry_memo = None
-                elif not retried or memo is None or memo[0] != mark:
-                    self.retry_memo = (mark, {}, {}, retried)
-                elif not memo[3]:
-                    self.retry_memo = (mark, memo[1], memo[2], True)
+                elif not retried or memo is None or memo.start != mark:
+                    self.retry_memo = RetryMemo(mark, retried)
+                else:
+                    memo.every = True
                 self.state_id = 0
             self._settle_once(mark)
             if self.cut:
@@ -724,8 +743,8 @@ class Scheduler:
         if cached is not None and cached[1] == queue_version:
             return cached[2]
         memo = self._memo()
-        if memo is not None and scope in memo[1]:
-            plan = memo[1][scope]
+        if memo is not None and scope in memo.plans:
+            plan = memo.plans[scope]
             self._remember(scope, plan)
             return plan
         heads = self.heads(scope)
@@ -740,18 +759,17 @@ class Scheduler:
                 plan = self.planner.plan(heads, None, cached[2], min(len(old), len(heads)) if keep is None else keep)
         self._remember(scope, plan)
         if memo is not None:
-            memo[1][scope] = plan
+            memo.plans[scope] = plan
         return plan
 
-    def _memo(self) -> tuple | None:
-        """What was answered in this state of the settle on an earlier try: (reservation blockers, current plans,
-        admission plans without victims or none at all)."""
+    def _memo(self) -> Answers | None:
+        """What was answered in this state of the settle on an earlier try (None where it is not recorded)."""
         memo = self.retry_memo
-        if memo is None or (self.state_id and not memo[3]):
+        if memo is None or (self.state_id and not memo.every):
             return None
-        known = memo[1].get(self.state_id)
+        known = memo.states.get(self.state_id)
         if known is None:
-            known = memo[1][self.state_id] = ({}, {}, {})
+            known = memo.states[self.state_id] = Answers()
         return known
 
     def _decided(self, decision: tuple) -> None:
@@ -759,10 +777,10 @@ class Scheduler:
         memo = self.retry_memo
         if memo is None:
             return
-        if not memo[3]:
+        if not memo.every:
             self.state_id = -1  # past the state the try started from: a first try records no more
             return
-        step = memo[2]
+        step = memo.steps
         self.state_id = step.setdefault((self.state_id, decision), len(step) + 1)
 
     def _valid_entry(self, scope) -> list | None:
@@ -794,7 +812,7 @@ class Scheduler:
             planned = self._sorted_heads.get(self.scope(job.team), ())[:MAX_PLANNED_HEADS]
             deferred = frozenset(entry[2] for entry in planned if entry[2] in deferred)
         key = (job, plan[0], tuple(plan[1]) if plan[1] else None, deferred or None)
-        known = memo[0].get(key)
+        known = memo.blockers.get(key)
         if known is not None:
             blocker, trial = known
             if trial is not None:
@@ -803,7 +821,7 @@ class Scheduler:
         self._trials.pop(job, None)
         blocker = self._trial_blocker(job, plan)
         trial = self._trials.get(job) if blocker is None else None
-        memo[0][key] = (blocker, None if trial is None else trial[1])
+        memo.blockers[key] = (blocker, None if trial is None else trial[1])
         return blocker
 
     def _trial_blocker(self, job: Job, plan) -> Job | None:
@@ -926,13 +944,13 @@ class Scheduler:
         """
         memo = self._memo() if skip is None else None
         if memo is not None:
-            known = memo[2].get(job)
+            known = memo.admissions.get(job)
             # a plan without victims reads no protection; where there was none, more protection finds none either
             if known is not None and (known[0] is not None or known[1] <= self.protected):
                 return known[0]
             found = self._plan(job, None)
             if found is None or not found[3]:
-                memo[2][job] = (found, frozenset(self.protected) if self.protected else NONE_PROTECTED)
+                memo.admissions[job] = (found, frozenset(self.protected) if self.protected else NONE_PROTECTED)
             return found
         return self._plan(job, skip)
 

@@ -25,6 +25,7 @@ MAX_PLAIN_PASSES = 4  # after a settle that needed protection from wasted evicti
 MAX_RUNNING_CHANGES = 4096  # starts and stops kept for the planner's list of ends, per instance type and scope
 MAX_REMEMBERED_REFUSALS = 1 << 16  # refused trials kept (emptied beyond that; they are tried again)
 NONE_PROTECTED: frozenset = frozenset()
+UNCHECKED = -1  # the `changes` of a candidate pushed before its reservation check (see _offer): checked when popped
 MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
@@ -49,7 +50,8 @@ class Answers:
     def __init__(self):
         self.blockers: dict[tuple, tuple] = {}  # (workload, type, nodes, deferred heads) -> (blocker, trial plan)
         self.plans: dict[object, Plan] = {}  # scope -> its current plan
-        self.admissions: dict[Job, tuple] = {}  # workload -> (admission plan without victims or None, protected)
+        # workload -> (its admission plan or None, the protected set then, the victim candidates it chose among)
+        self.admissions: dict[Job, tuple] = {}
 
 
 class TeamState:
@@ -91,6 +93,8 @@ class Scheduler:
     narrow_retries = True  # see settle; the tests compare decisions with it off
     favor_evictors = True  # see settle; the tests check the same properties with it off
     memo_retries = True  # see reservation_blocker; the tests compare decisions with it off
+    lazy_trials = True  # see _offer; the tests check the same properties with it off
+    memo_victim_plans = True  # see plan; the tests compare decisions with it off
 
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
         self.flavor_names = [it.name for it in instance_types]
@@ -161,6 +165,7 @@ class Scheduler:
         self.ranked: dict[tuple, tuple] = {}  # the same key -> ((flavor_gen, group_gen), [(share, member)] by share)
         self.ranked_spare: dict[tuple, tuple] = {}  # the same key -> (the same gens, [(share, member, spare work)])
         self.searches = [0, 0]  # victim searches run, and skipped as known to fail
+        self.victim_candidates: frozenset | None = None  # whom the latest victim search that succeeded chose among
         self.deferred: set[Job] = set()  # not to be admitted in this settle (the same settle would evict them)
         self.favored: set[Job] = set()  # offered before everyone in this settle (they evicted deferred work)
         self.protect_epoch = 0  # counts changes of (protected, deferred)
@@ -633,6 +638,13 @@ class Scheduler:
                 if key not in plans:
                     plans[key] = self.plan(job)
                 plan = plans[key]
+                if plan is not None and not plan[3] and heap is not None and self.lazy_trials and self.backfill:
+                    # Whether it delays a reservation is asked when its turn comes (see _settle_once), in the
+                    # state of that moment: most candidates of a round are never popped (their team is offered
+                    # again first, or the settle ends), and a trial plan is the dearest part of an offer.
+                    entry = (self._key(team, job, plan), job.seq, team.idx, team.version, UNCHECKED, job, plan)
+                    heapq.heappush(heap, entry)
+                    return entry
                 if plan is not None and not plan[3]:
                     length = INF if job.duration is None else job.duration
                     first = refused.get(shape)
@@ -945,12 +957,22 @@ class Scheduler:
         memo = self._memo() if skip is None else None
         if memo is not None:
             known = memo.admissions.get(job)
-            # a plan without victims reads no protection; where there was none, more protection finds none either
-            if known is not None and (known[0] is not None or known[1] <= self.protected):
-                return known[0]
+            if known is not None:
+                found, then, read = known
+                # A plan without victims reads no protection; where there was none, more protection finds none
+                # either; a plan with victims was chosen among candidates of which none is protected since.
+                if found is not None and not found[3]:
+                    return found
+                if then <= self.protected and (found is None or read.isdisjoint(self.protected - then)):
+                    return found
+            self.victim_candidates = None
             found = self._plan(job, None)
-            if found is None or not found[3]:
-                memo.admissions[job] = (found, frozenset(self.protected) if self.protected else NONE_PROTECTED)
+            read = None
+            if found is not None and found[3]:
+                read = self.victim_candidates
+                if read is None or not self.memo_victim_plans:
+                    return found
+            memo.admissions[job] = (found, frozenset(self.protected) if self.protected else NONE_PROTECTED, read)
             return found
         return self._plan(job, skip)
 

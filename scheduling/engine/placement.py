@@ -134,17 +134,32 @@ class NodePool:
                 continue
             for vector, nodes in shapes.items():
                 if filed_fits(vector):
-                    total += _pods_on(vector, per_pod, nz, pods) * len(nodes)
+                    total += pods_on(vector, per_pod, nz, pods) * len(nodes)
                     if total >= pods and not extra:
                         return True
         for node, more in extra.items():
             free = self.free[node]
             if filed_fits(free):
-                total -= _pods_on(free, per_pod, nz, pods)  # counted above without `extra`
+                total -= pods_on(free, per_pod, nz, pods)  # counted above without `extra`
             elif not any(b > 0 for b in more):
                 continue
-            total += _pods_on([a + b for a, b in zip(free, more, strict=True)], per_pod, nz, pods)
+            total += pods_on([a + b for a, b in zip(free, more, strict=True)], per_pod, nz, pods)
         return total >= pods
+
+    def pods_placeable(self, per_pod, nz, most: int) -> int:
+        """How many pods of this shape `place` would put on the free nodes, counting at most `most` per node
+        (can_place without `extra`, counted to the end: place succeeds exactly when this reaches the gang's pods)."""
+        if self._moved:
+            self._refile()
+        need = per_pod[self.key]
+        total = 0
+        for k, shapes in self.buckets.items():
+            if k + EPS < need:
+                continue
+            for vector, nodes in shapes.items():
+                if all(vector[r] + EPS >= per_pod[r] for r in nz):
+                    total += pods_on(vector, per_pod, nz, most) * len(nodes)
+        return total
 
     def pods_room_empty(self, per_pod, nz) -> int:
         """At least as many pods of this shape as `place` could ever put on these nodes, whatever runs (a node's
@@ -186,7 +201,7 @@ def _room(vector, per_pod, nz) -> int:
     return max(0, min(int((vector[r] + 2 * EPS) // per_pod[r]) for r in nz))
 
 
-def _pods_on(free, per_pod, nz, most: int) -> int:
+def pods_on(free, per_pod, nz, most: int) -> int:
     """How many pods `place` puts on a node with `free` (its test, pod after pod: the test holds for the first
     k pods and fails from then on), at most `most`. A division guesses k, the test itself settles it."""
     k = min([most] + [int((free[r] + EPS) // per_pod[r]) for r in nz if per_pod[r] > 0])

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .fairshare import dominant_share
+from .placement import pods_on
 from .quota import EPS, FITS
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ def find_victims(s: Scheduler, job: Job, f: int):
         return None
     candidates, below, claim, shares_read = _candidates(s, job, f)
     found = _search(s, job, f, candidates)
+    if found is not None:
+        s.victim_candidates = frozenset(victim for victim, _ in candidates)
     if found is None:
         if len(s.no_victims) >= MAX_KNOWN_FAILURES:
             s.no_victims.clear()
@@ -113,7 +116,7 @@ def _search(s: Scheduler, job: Job, f: int, candidates: list):
     candidates.sort(key=lambda c: (c[0].priority, -c[0].admitted_at, -c[0].seq))
     if pool is not None and job.pods > 1:
         candidates = _node_by_node(job, candidates, pool)
-    trial = Trial(s, job, f)
+    trial = Trial(s, job, f, counted=True)
     chosen = []
     refused: dict[int, list] = {}  # team -> victim sizes found ineligible; evicting more never helps them
     within = _WithinNominal(job, f)
@@ -137,7 +140,8 @@ def _search(s: Scheduler, job: Job, f: int, candidates: list):
     if len(chosen) == 1:
         return chosen, nodes
     ceiling = max(victim.priority for victim, _ in chosen)
-    alone = Trial(s, job, f)  # one victim at a time: added, tried (the cheap checks first), taken out again
+    # one victim at a time: added, tried (the cheap checks first), taken out again
+    alone = Trial(s, job, f, counted=True)
     for victim, reason in candidates:
         if victim.priority > ceiling:
             break
@@ -146,6 +150,7 @@ def _search(s: Scheduler, job: Job, f: int, candidates: list):
             alone.fits(quick=True) is not False
             and _eligible(s, job, victim, reason, {}, claimant_share)
             and _reclaimer_within_nominal(s, job, f, [(victim, reason)])
+            and alone.placeable()
         ):
             nodes = alone.fits()
             if nodes is not False:
@@ -160,7 +165,7 @@ def _search(s: Scheduler, job: Job, f: int, candidates: list):
         if (
             trial.fits(quick=True) is not False
             and _reclaimer_within_nominal(s, job, f, rest)
-            and (trial.exact or trial.fits() is not False)
+            and (trial.exact or trial.placeable())
         ):
             del chosen[i]
         else:
@@ -245,7 +250,9 @@ class _WithinNominal:
 class Trial:
     """A hypothetical eviction set: quota freed per team and room freed per node, kept incrementally."""
 
-    def __init__(self, s: Scheduler, job: Job, f: int):
+    count_room = True  # see __init__; the tests compare decisions with it off
+
+    def __init__(self, s: Scheduler, job: Job, f: int, counted: bool = False):
         self.s, self.job, self.f = s, job, f
         self.removed: dict[int, list[float]] = {}
         self.pool = s.pools[f]
@@ -256,12 +263,22 @@ class Trial:
             self.pods_fit = self.pool.pods_fit(self.need) if self.need > 0 else job.pods
         # pods counted by the key resource fit for sure when the job asks for nothing else
         self.exact = self.pool is None or (self.need > 0 and set(job.nz) <= {self.key})
+        # Counted: how many of the gang's pods the nodes hold, every resource it asks for counted (what
+        # NodePool.can_place counts), brought up to date on the nodes victims came and went from since it was
+        # last asked; a placement is then tried only where it succeeds. Worth it where victims are added and
+        # taken out one at a time, and asked about after each.
+        self.counted = counted and self.count_room and self.pool is not None and bool(job.nz)
+        self.room: int | None = None  # counted on first use
+        self.stale: set[int] = set()
+        self.node_room: dict[int, int] = {}  # node -> its pods as counted in `room`, where victims came or went
 
     def add(self, victim: Job, sign: int = 1) -> None:
         _take(self.removed, victim, sign)
         if self.pool is None or not victim.nodes:
             return
         free, key, need = self.pool.free, self.key, self.need
+        if self.counted:
+            self.stale.update(victim.nodes)
         for node in victim.nodes:
             vec = self.extra.get(node)
             if vec is None:
@@ -276,6 +293,29 @@ class Trial:
             if sign < 0 and not any(vec):
                 del self.extra[node]  # given back whole: placements need not visit it (it adds nothing)
 
+    def placeable(self) -> bool:
+        """Whether the gang's pods fit on the nodes once these victims are gone, counted without placing them
+        (NodePool.can_place: exactly when `place` would find nodes), the quota aside."""
+        job, pool = self.job, self.pool
+        if pool is None:
+            return True
+        if not self.counted:
+            return pool.can_place(job.per_pod, job.nz, job.pods, self.extra)
+        per_pod, nz, pods = job.per_pod, job.nz, job.pods
+        if self.room is None:
+            self.room = pool.pods_placeable(per_pod, nz, pods)
+        free, extra, node_room = pool.free, self.extra, self.node_room
+        for node in self.stale:
+            old = node_room.get(node)
+            if old is None:
+                old = pods_on(free[node], per_pod, nz, pods)
+            more = extra.get(node)
+            here = free[node] if more is None else [a + b for a, b in zip(free[node], more, strict=True)]
+            node_room[node] = new = pods_on(here, per_pod, nz, pods)
+            self.room += new - old
+        self.stale.clear()
+        return self.room >= pods
+
     def fits(self, quick: bool = False, whether: bool = False):
         """Nodes (None without a cluster) if the job fits once these victims are gone, else False.
 
@@ -284,6 +324,8 @@ class Trial:
         """
         if self.pool is not None and self.pods_fit < self.job.pods:
             return False
+        if self.counted and not quick and not self.placeable():
+            return False  # (the quota is dearer to check than the count)
         code, _ = self.s.book.check(self.job.team.book, self.f, self.job.total, self.job.nz, self.removed)
         if code != FITS:
             return False

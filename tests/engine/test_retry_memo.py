@@ -1,9 +1,10 @@
 """A settle that finds waste undoes what it decided and tries again from the state it started from, with more work
 protected or deferred (Scheduler.settle). Each try goes through the same states as the one before for as long as it
 makes the same decisions, and asked the same trial plans of reservations there: the answers are remembered per
-state, named by the decisions that led to it (Scheduler.reservation_blocker), and so are the admission plans that
-evict nobody (Scheduler.plan). That must change no decision: the engine decides as when every try plans afresh, on
-random clusters, reservation streams and crowded or contended clusters, where retries happen."""
+state, named by the decisions that led to it (Scheduler.reservation_blocker), and so are the admission plans
+(Scheduler.plan; one with victims while none of the candidates it chose among has been protected since). That must
+change no decision: the engine decides as when every try plans afresh, on random clusters, reservation streams and
+crowded or contended clusters, where retries happen."""
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -64,3 +65,35 @@ def test_retries_answer_from_the_memo():
     finally:
         Scheduler._trial_blocker = original
     assert asked[True] < asked[False], asked
+
+
+@COMMON
+@given(scenarios(with_cluster=True), st.integers(10, 60))
+def test_the_same_decisions_choosing_victims_afresh_on_retries_on_several_types(data, until):
+    data["until"] = until
+    memo, afresh = with_and_without(Scheduler, "memo_victim_plans", data)
+    assert memo == afresh
+
+
+def test_retries_reuse_the_victims_they_chose_and_decide_the_same():
+    """Admission plans with victims are remembered too, and reused while none of the candidates they were chosen
+    among has been protected since (Scheduler.plan): the same decisions as searching again, over crowded and
+    contended clusters, with fewer victim searches."""
+    from scheduling.engine import preemption
+
+    searches = {True: 0, False: 0}
+    original = preemption._search
+
+    def counted(s, job, f, candidates):
+        searches[Scheduler.memo_victim_plans] += 1
+        return original(s, job, f, candidates)
+
+    preemption._search = counted
+    try:
+        for seed in range(25):
+            for data in (_crowded(seed), _contended(seed), _crowded_with_endless_work(seed)):
+                memo, afresh = with_and_without(Scheduler, "memo_victim_plans", data)
+                assert memo == afresh, seed
+    finally:
+        preemption._search = original
+    assert searches[True] < searches[False], searches

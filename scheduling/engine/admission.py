@@ -26,6 +26,7 @@ MAX_RUNNING_CHANGES = 4096  # starts and stops kept for the planner's list of en
 MAX_REMEMBERED_REFUSALS = 1 << 16  # refused trials kept (emptied beyond that; they are tried again)
 NONE_PROTECTED: frozenset = frozenset()
 UNCHECKED = -1  # the `changes` of a candidate pushed before its reservation check (see _offer): checked when popped
+UNOFFERED = -2  # the `changes` of a team pushed before its candidates were looked at (see _offer): offered when popped
 MAX_PLANNED_HEADS = 16  # per scope, like Slurm's bf_max_job_test: heads further down hold no reservation
 
 
@@ -94,6 +95,7 @@ class Scheduler:
     favor_evictors = True  # see settle; the tests check the same properties with it off
     memo_retries = True  # see reservation_blocker; the tests compare decisions with it off
     lazy_trials = True  # see _offer; the tests check the same properties with it off
+    lazy_offers = True  # see _offer; the tests check the same properties with it off
     memo_victim_plans = True  # see plan; the tests compare decisions with it off
 
     def __init__(self, instance_types: list[InstanceType], teams: list[Team], policy: Policy, resources: list[str]):
@@ -568,6 +570,9 @@ class Scheduler:
             team = self.teams[idx]
             if version != team.version:
                 continue
+            if job is None:  # a team pushed before it was offered: its real candidate goes to the heap now
+                self._offer(team, heap, at_turn=True)
+                continue
             if changes != self.changes and not self._still_valid(job, plan):
                 fresh = self._offer(team, None)
                 if fresh is None:
@@ -612,12 +617,24 @@ class Scheduler:
             return False
         return self.reservation_blocker(job, plan) is None
 
-    def _offer(self, team: TeamState, heap) -> tuple | None:
+    def _offer(self, team: TeamState, heap, at_turn: bool = False) -> tuple | None:
         """Push the team's best candidate (or return it when heap is None); block the team if it has none."""
         team.version += 1
         blocked = self.blocked.get(team.group)
         if blocked:
             blocked.discard(team.idx)  # blocked means: its latest offer found nothing (a submit offers it again)
+        if team.queue.size and heap is not None and self.lazy_offers and not at_turn:
+            # The team is pushed at a key no candidate of its can come before, and offered when that comes up
+            # (see _settle_once), in the state of that moment: a round offers every woken team, most are offered
+            # again before their turn (woken again) or find nothing, and their victim searches and trial plans
+            # are most of a pass. Up to its first decision a settle decides as if every team were offered at
+            # once (the popped team's real candidate goes back to the heap unless it is the least there).
+            first = team.queue.first()
+            later = not (self.favored and any(job in self.favored for job in team.queue.heads()))
+            share = self.dominant_share(team) if self.fair else False  # adding work never lowers a share
+            entry = ((later, share, first.key), first.seq, team.idx, team.version, UNOFFERED, None, None)
+            heapq.heappush(heap, entry)
+            return entry
         if team.queue.size:
             held = []
             # Buckets differ by duration alone (backfill treats them apart), and nothing changes while the

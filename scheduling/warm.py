@@ -46,11 +46,13 @@ CHECK_SECONDS = 60.0  # full re-read and comparison (drift repair)
 HEARTBEAT_SECONDS = 15.0  # an idle scheduler still records a run this often (readiness looks at it)
 OBSERVE_SECONDS = 1.0  # how often a pass also asks the cluster itself
 FINGERPRINT_SECONDS = 1.0  # how often a pass checks the configuration fingerprint (a change also wakes it)
-# A pass's settle stops offering after this long: what it decided is written, the cluster is observed (work
-# that ended meanwhile is released) and the next pass goes on at once. Without a bound, a settle over a huge
-# backlog observes nothing while it runs, so ever more running work is past its expected end and every plan
-# gets dearer (seen with Kueue's large-scale scenario: a first pass that did not end in 4 minutes).
-SETTLE_BUDGET_S = 2.0
+# A pass's settle stops offering this long after the pass began: what it decided is written, the cluster is
+# observed (work that ended meanwhile is released) and the next pass goes on at once. Without a bound, a settle
+# over a huge backlog observes nothing while it runs, so ever more running work is past its expected end and every
+# plan gets dearer (seen with Kueue's large-scale scenario: a first pass that did not end in 4 minutes). 0.6 s
+# keeps a pass, with its writes, under a second at the largest cluster the bounds allow (bench/bounds.py; 2 s
+# before: about the same CPU to settle a backlog, in more and shorter passes).
+SETTLE_BUDGET_S = 0.6
 EXPLAIN_ALL_SECONDS = 5.0  # every pending job's reason refreshed this often (or 10x its cost); new ones at once
 IGNORED_EVENTS = (JobState.RUNNING,)  # admitted -> running changes nothing the engine holds
 
@@ -285,6 +287,7 @@ class WarmScheduler:
         """One pass; raises after rolling back (the state is dropped, the next pass re-reads it)."""
         started = timezone.now()
         t0 = time.perf_counter()
+        deadline = time.monotonic() + SETTLE_BUDGET_S  # from the pass's start: reading the state whole counts too
         result = PassResult()
         try:
             with transaction.atomic():
@@ -295,7 +298,7 @@ class WarmScheduler:
                     self.last_observed = time.monotonic()
                 self._bring_up_to_date(now, result)
                 explain_all = result.rebuilt or time.monotonic() - self.explained_at >= self.explain_every
-                self.state.scheduler.deadline = time.monotonic() + SETTLE_BUDGET_S
+                self.state.scheduler.deadline = deadline
                 try:
                     decisions = engine_warm.settle(
                         self.state.scheduler, now.timestamp(), teams=False, explain_only=self.state.followed

@@ -23,33 +23,44 @@ def team_status(s: Scheduler, team: TeamState) -> TeamStatus:
     book = team.book
     flavors, resources = s.flavor_names, s.resources
     quota = {f: {r: num(v) for r, v in amounts.items()} for f, amounts in book.team.quota.items()}
+    # the cells the team's quota or borrowing limit names: shown even where they are 0
+    named = {(f, r) for f, amounts in book.team.quota.items() for r in amounts}
+    named.update((f, r) for f, amounts in (book.team.borrowing_limit or {}).items() for r in amounts)
+    named_flavors = {f for f, _ in named}
 
-    def grid(values, keep) -> dict[str, dict[str, float]]:
+    def grid(values, with_named: bool = False, finite_named_only: bool = False) -> dict[str, dict[str, float]]:
+        """The cells above 0 (and with `with_named`, the named ones); with `finite_named_only`, the named finite
+        ones alone."""
         out = {}
         for f, row in enumerate(values):
-            cells = {resources[r]: num(v) for r, v in enumerate(row) if keep(f, r, v)}
+            name = flavors[f]
+            if finite_named_only:
+                cells = {resources[r]: num(v) for r, v in enumerate(row) if v != INF and (name, resources[r]) in named}
+            elif max(row, default=0.0) <= EPS and not (with_named and name in named_flavors):
+                continue  # nothing above 0 and nothing named here
+            else:
+                cells = {
+                    resources[r]: num(v)
+                    for r, v in enumerate(row)
+                    if v > EPS or (with_named and (name, resources[r]) in named)
+                }
             if cells:
-                out[flavors[f]] = cells
+                out[name] = cells
         return out
 
-    def named(f: int, r: int) -> bool:
-        return resources[r] in book.team.quota.get(flavors[f], {}) or resources[r] in (
-            (book.team.borrowing_limit or {}).get(flavors[f], {})
-        )
-
-    limits = grid(book.borrow_limit, lambda f, r, v: v != INF and named(f, r))
+    limits = grid(book.borrow_limit, finite_named_only=True)
     borrowed = [
         [max(0.0, u - n) for u, n in zip(ur, nr, strict=True)] for ur, nr in zip(book.usage, book.nominal, strict=True)
     ]
     return TeamStatus(
         quota=quota,
         borrowing_limit=limits or None,
-        usage=grid(book.usage, lambda f, r, v: v > EPS),
-        borrowed=grid(borrowed, lambda f, r, v: v > EPS),
-        lent=grid(_lent(s, team), lambda f, r, v: v > EPS),
-        fair_share=grid(s.fair_share(team), lambda f, r, v: v > EPS or named(f, r)),
+        usage=grid(book.usage),
+        borrowed=grid(borrowed),
+        lent=grid(_lent(s, team)),
+        fair_share=grid(s.fair_share(team), with_named=True),
         pending=team.queue.size,
-        borrowable=grid(borrowable(s, team), lambda f, r, v: v > EPS or named(f, r)),
+        borrowable=grid(borrowable(s, team), with_named=True),
     )
 
 
@@ -70,14 +81,33 @@ def borrowable(s: Scheduler, team: TeamState) -> list[list[float]]:
     out = [[0.0] * len(s.resources) for _ in s.flavor_names]
     if not book.may_borrow:
         return out
+    idle = _cohort_idle(s, team)
     for f, row in enumerate(out):
         for r in range(len(row)):
             usage, nominal = book.usage[f][r], book.nominal[f][r]
             left = book.borrow_limit[f][r] - max(0.0, usage - nominal)
+            if left <= 0.0:
+                continue  # nothing left to borrow, whatever is idle (0.0, as the formula below gives)
             # reaching its own nominal quota first draws the team's own lendable part from the pool
             own = max(0.0, nominal - max(usage, book.guaranteed[f][r]))
-            row[r] = max(0.0, min(left, idle_to_lend(s, team, f, r) - own))
+            row[r] = max(0.0, min(left, idle[f][r] - own))
     return out
+
+
+def _cohort_idle(s: Scheduler, team: TeamState) -> list[list[float]]:
+    """idle_to_lend for every flavor and resource of the team's cohort, computed once per state of the scheduler
+    (it reads only the cohort and the book's totals)."""
+    cohort = team.book.cohort
+    cache = s.__dict__.setdefault("_idle_cache", {})
+    if cache.get("changes") != s.changes:
+        cache.clear()
+        cache["changes"] = s.changes
+    key = cohort.name if cohort is not None else None
+    if key not in cache:
+        cache[key] = [
+            [idle_to_lend(s, team, f, r) for r in range(len(s.resources))] for f in range(len(s.flavor_names))
+        ]
+    return cache[key]
 
 
 def _lent(s: Scheduler, team: TeamState) -> list[list[float]]:

@@ -3,8 +3,10 @@
 `Scheduler` holds the whole state (usage ledger, nodes, queues). `settle(now)` repeats admission and
 preemption until nothing changes. Each team offers one candidate, the first of its queue heads that can be
 admitted (possibly with preemption); candidates wait in a heap ordered by the idle-compute policy and are
-re-checked when popped, since others' admissions may have used the room. A team with no candidate is
-*blocked* and is not looked at again until something it could use is released.
+re-checked when popped, since others' admissions may have used the room. A team is offered at its turn: it
+waits in the heap at a key none of its candidates can come before, and its candidates are looked at (victims
+searched, reservations checked) only when that key comes up. A team with no candidate is *blocked* and is not
+looked at again until something it could use is released.
 """
 
 from __future__ import annotations

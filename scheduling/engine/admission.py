@@ -632,9 +632,10 @@ class Scheduler:
             # are most of a pass. Up to its first decision a settle decides as if every team were offered at
             # once (the popped team's real candidate goes back to the heap unless it is the least there).
             first = team.queue.first()
-            later = not (self.favored and any(job in self.favored for job in team.queue.heads()))
-            share = self.dominant_share(team) if self.fair else False  # adding work never lowers a share
-            entry = ((later, share, first.key), first.seq, team.idx, team.version, UNOFFERED, None, None)
+            heads = team.queue.heads()
+            later = not (self.favored and any(job in self.favored for job in heads))
+            entry = ((later, self._least_share(team, heads), first.key), first.seq, team.idx, team.version, UNOFFERED,
+                     None, None)  # fmt: skip
             heapq.heappush(heap, entry)
             return entry
         if team.queue.size:
@@ -949,6 +950,22 @@ class Scheduler:
         held = tuple(r.seq for r in rivals if (hold := base.holds.get(r)) is not None and hold.f in types)
         ordered = sorted(types)
         return (self.now, tuple(ordered), tuple(self.flavor_gen[t] for t in ordered), tuple(holds), held)
+
+    def _least_share(self, team: TeamState, heads: list[Job]):
+        """The least share a candidate of the team's can have in its key (see _key): its dominant share with the
+        candidate admitted, at least the share it has now (adding work never lowers a share), on any instance type
+        the candidate may run on. Without fair share, the key's second part is whether it borrows: False."""
+        if not self.fair:
+            return False
+        least = INF
+        for job in heads:
+            if job in self.deferred:
+                continue
+            for f in self.flavors_for(job):
+                share = dominant_share(self.book, team.book, f, job.total)
+                if share < least:
+                    least = share
+        return least if least != INF else self.dominant_share(team)
 
     def _key(self, team: TeamState, job: Job, plan) -> tuple:
         later = job not in self.favored  # the favored first

@@ -39,6 +39,8 @@ def test_no_eviction_undone_with_or_without_lazy_checks_on_contended_clusters(se
 
 
 def test_fewer_trial_plans_when_checked_at_their_turn():
+    """With every woken team offered at once (lazy_offers off), as the round used to: a team offered at its turn
+    has its candidate checked at its turn anyway."""
     asked = {True: 0, False: 0}
     original = Scheduler._trial_blocker
 
@@ -47,12 +49,14 @@ def test_fewer_trial_plans_when_checked_at_their_turn():
         return original(self, job, plan)
 
     Scheduler._trial_blocker = counted
+    Scheduler.lazy_offers = False
     try:
         for seed in range(30):
             for data in (_crowded(seed), _contended(seed)):
                 with_and_without(Scheduler, "lazy_trials", data)
     finally:
         Scheduler._trial_blocker = original
+        Scheduler.lazy_offers = True
     assert asked[True] < asked[False] * 0.9, asked
 
 
@@ -82,8 +86,8 @@ def test_a_backfill_that_would_delay_the_gang_still_waits(lazy):
     assert out["workloads"]["big"]["planned_start"] == 10
 
 
-# A team woken is pushed at a key none of its candidates can come before (its dominant share now: adding work
-# never lowers it; its queue's first key), and offered when that comes up, in the state of that moment
+# A team woken is pushed at a key none of its candidates can come before (the least dominant share any of its
+# candidates would give it, on any type it may run on; its queue's first key), and offered when that comes up, in the state of that moment
 # (Scheduler._offer, `lazy_offers`). Up to a settle's first decision nothing differs; after it, a team is
 # offered in the state its turn finds instead of the state the round began in.
 

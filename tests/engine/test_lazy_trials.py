@@ -87,9 +87,9 @@ def test_a_backfill_that_would_delay_the_gang_still_waits(lazy):
 
 
 # A team woken is pushed at a key none of its candidates can come before (the least dominant share any of its
-# candidates would give it, on any type it may run on; its queue's first key), and offered when that comes up, in the state of that moment
-# (Scheduler._offer, `lazy_offers`). Up to a settle's first decision nothing differs; after it, a team is
-# offered in the state its turn finds instead of the state the round began in.
+# candidates would give it, on any type it may run on; its queue's first key), and offered when that comes up,
+# in the state of that moment (Scheduler._offer, `lazy_offers`). Up to a settle's first decision nothing
+# differs; after it, a team is offered in the state its turn finds instead of the state the round began in.
 
 
 @COMMON

@@ -631,11 +631,10 @@ class Scheduler:
             # again before their turn (woken again) or find nothing, and their victim searches and trial plans
             # are most of a pass. Up to its first decision a settle decides as if every team were offered at
             # once (the popped team's real candidate goes back to the heap unless it is the least there).
-            first = team.queue.first()
-            heads = team.queue.heads()
+            heads = team.queue.heads()  # in queue order: the first holds the least key
             later = not (self.favored and any(job in self.favored for job in heads))
-            entry = ((later, self._least_share(team, heads), first.key), first.seq, team.idx, team.version, UNOFFERED,
-                     None, None)  # fmt: skip
+            key = (later, self._least_share(team, heads), heads[0].key)
+            entry = (key, heads[0].seq, team.idx, team.version, UNOFFERED, None, None)
             heapq.heappush(heap, entry)
             return entry
         if team.queue.size:

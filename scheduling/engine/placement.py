@@ -120,23 +120,15 @@ class NodePool:
         nodes it visits hold `pods` in all. It visits the nodes `extra` adds to and the nodes filed in buckets
         that fit one pod; a node is counted once, with `extra` applied. Reads the buckets and the nodes of
         `extra` only, never every node."""
-        if self._moved:
-            self._refile()
         key, need = self.key, per_pod[self.key]
 
         def filed_fits(vector) -> bool:
             return vector[key] + EPS >= need and all(vector[r] + EPS >= per_pod[r] for r in nz)
 
         extra = extra or {}
-        total = 0
-        for k, shapes in self.buckets.items():
-            if k + EPS < need:
-                continue
-            for vector, nodes in shapes.items():
-                if filed_fits(vector):
-                    total += pods_on(vector, per_pod, nz, pods) * len(nodes)
-                    if total >= pods and not extra:
-                        return True
+        total = self.pods_placeable(per_pod, nz, pods)
+        if not extra:
+            return total >= pods
         for node, more in extra.items():
             free = self.free[node]
             if filed_fits(free):
@@ -148,7 +140,8 @@ class NodePool:
 
     def pods_placeable(self, per_pod, nz, most: int) -> int:
         """How many pods of this shape `place` would put on the free nodes, counting at most `most` per node
-        (can_place without `extra`, counted to the end: place succeeds exactly when this reaches the gang's pods)."""
+        (the nodes filed in buckets that fit one pod, as can_place counts them: place succeeds exactly when this
+        reaches the gang's pods)."""
         if self._moved:
             self._refile()
         need = per_pod[self.key]

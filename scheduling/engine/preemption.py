@@ -69,7 +69,7 @@ def find_victims(s: Scheduler, job: Job, f: int):
     found = _search(s, job, f, candidates)
     if found is not None:
         s.victim_candidates = frozenset(victim for victim, _ in candidates)
-    if found is None:
+    else:
         if len(s.no_victims) >= MAX_KNOWN_FAILURES:
             s.no_victims.clear()
         if not candidates and claim is None:
@@ -334,7 +334,7 @@ class Trial:
         if quick:
             return None
         if whether:
-            return None if self.pool.can_place(self.job.per_pod, self.job.nz, self.job.pods, self.extra) else False
+            return None if self.placeable() else False
         nodes = self.pool.place(self.job.per_pod, self.job.nz, self.job.pods, self.extra)
         return False if nodes is None else nodes
 

@@ -98,16 +98,23 @@ def _cohort_idle(s: Scheduler, team: TeamState) -> list[list[float]]:
     """idle_to_lend for every flavor and resource of the team's cohort, computed once per state of the scheduler
     (it reads only the cohort and the book's totals)."""
     cohort = team.book.cohort
-    cache = s.__dict__.setdefault("_idle_cache", {})
-    if cache.get("changes") != s.changes:
-        cache.clear()
-        cache["changes"] = s.changes
-    key = cohort.name if cohort is not None else None
+    cache = _per_state(s)
+    key = ("idle", cohort.name if cohort is not None else None)
     if key not in cache:
         cache[key] = [
             [idle_to_lend(s, team, f, r) for r in range(len(s.resources))] for f in range(len(s.flavor_names))
         ]
     return cache[key]
+
+
+def _per_state(s: Scheduler) -> dict:
+    """Figures of the scheduler's state that every team's status reads (per cohort), kept until the state changes:
+    1,000 teams' statuses cost their own cells, not their whole cohort's each."""
+    cache = s.__dict__.setdefault("_status_cache", {})
+    if cache.get("changes") != s.changes:
+        cache.clear()
+        cache["changes"] = s.changes
+    return cache
 
 
 def _lent(s: Scheduler, team: TeamState) -> list[list[float]]:
@@ -129,12 +136,9 @@ def _lent(s: Scheduler, team: TeamState) -> list[list[float]]:
 
 def _cohort_lending(s: Scheduler, cohort) -> tuple[list[list[float]], list[list[float]]]:
     """What a cohort's members borrow and have idle to lend, per flavor and resource: summed once per state
-    of the scheduler, so every team's status costs its own cells, not its whole cohort's (1,000 teams)."""
-    cache = s.__dict__.setdefault("_lending_cache", {})
-    if cache.get("changes") != s.changes:
-        cache.clear()
-        cache["changes"] = s.changes
-    key = cohort.name
+    of the scheduler (see _per_state)."""
+    cache = _per_state(s)
+    key = ("lending", cohort.name)
     if key not in cache:
         flavors, resources = len(s.flavor_names), len(s.resources)
         borrowed = [[0.0] * resources for _ in range(flavors)]

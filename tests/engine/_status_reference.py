@@ -1,5 +1,6 @@
-"""The team status as it was computed cell by cell before it skipped empty rows and summed the cohort's idle room
-once per state (scheduling/engine/status.py): the reference the tests compare it with."""
+"""The team status as it was computed cell by cell, before it skipped empty rows and read the cohort's idle room
+once per state (scheduling/engine/status.py): team_status and borrowable as they were, the reference the tests
+compare with; the parts that did not change are the module's own."""
 
 from __future__ import annotations
 
@@ -7,17 +8,10 @@ from typing import TYPE_CHECKING
 
 from scheduling.engine.model import TeamStatus
 from scheduling.engine.quota import EPS, INF
+from scheduling.engine.status import _lent, idle_to_lend, num
 
 if TYPE_CHECKING:
     from scheduling.engine.admission import Scheduler, TeamState
-
-
-def num(x: float) -> int | float:
-    """Ints where integral, so JSON shows 48 rather than 48.0."""
-    if x == INF:
-        return x
-    rounded = round(x)
-    return int(rounded) if abs(x - rounded) < 1e-9 else round(x, 9)
 
 
 def team_status(s: Scheduler, team: TeamState) -> TeamStatus:
@@ -54,16 +48,6 @@ def team_status(s: Scheduler, team: TeamState) -> TeamStatus:
     )
 
 
-def idle_to_lend(s: Scheduler, team: TeamState, f: int, r: int) -> float:
-    """What the team's cohort has idle to lend on flavor f, resource r (its lendable quota plus uncovered
-    capacity, less what members draw and what other cohorts draw of the uncovered part)."""
-    cohort = team.book.cohort
-    if cohort is None:
-        return 0.0
-    others = max(0.0, s.book.excess_total[f][r] - cohort.excess[f][r])
-    return max(0.0, s.book.pool(cohort, f, r) - cohort.draw[f][r] - others)
-
-
 def borrowable(s: Scheduler, team: TeamState) -> list[list[float]]:
     """Room the team could borrow now beyond its nominal quota: its remaining borrowing limit, capped by
     what its cohort has idle to lend. The figure the submit form shows beside the quota."""
@@ -79,42 +63,3 @@ def borrowable(s: Scheduler, team: TeamState) -> list[list[float]]:
             own = max(0.0, nominal - max(usage, book.guaranteed[f][r]))
             row[r] = max(0.0, min(left, idle_to_lend(s, team, f, r) - own))
     return out
-
-
-def _lent(s: Scheduler, team: TeamState) -> list[list[float]]:
-    """Idle lendable quota in use by others, spread over the lenders in proportion to what each has idle."""
-    book = team.book
-    out = [[0.0] * len(s.resources) for _ in s.flavor_names]
-    cohort = book.cohort
-    if cohort is None:
-        return out
-    borrowed, total_idle = _cohort_lending(s, cohort)
-    for f, row in enumerate(out):
-        for r in range(len(row)):
-            if borrowed[f][r] <= EPS or total_idle[f][r] <= EPS:
-                continue
-            idle = max(0.0, min(book.lendable[f][r], book.nominal[f][r] - book.usage[f][r]))
-            row[r] = idle * min(1.0, borrowed[f][r] / total_idle[f][r])
-    return out
-
-
-def _cohort_lending(s: Scheduler, cohort) -> tuple[list[list[float]], list[list[float]]]:
-    """What a cohort's members borrow and have idle to lend, per flavor and resource: summed once per state
-    of the scheduler, so every team's status costs its own cells, not its whole cohort's (1,000 teams)."""
-    cache = s.__dict__.setdefault("_lending_cache", {})
-    if cache.get("changes") != s.changes:
-        cache.clear()
-        cache["changes"] = s.changes
-    key = cohort.name
-    if key not in cache:
-        flavors, resources = len(s.flavor_names), len(s.resources)
-        borrowed = [[0.0] * resources for _ in range(flavors)]
-        idle = [[0.0] * resources for _ in range(flavors)]
-        for m in cohort.members:
-            for f in range(flavors):
-                usage, nominal, lendable = m.usage[f], m.nominal[f], m.lendable[f]
-                for r in range(resources):
-                    borrowed[f][r] += max(0.0, usage[r] - nominal[r])
-                    idle[f][r] += max(0.0, min(lendable[r], nominal[r] - usage[r]))
-        cache[key] = (borrowed, idle)
-    return cache[key]

@@ -54,3 +54,22 @@ def with_and_without(owner, flag: str, data: dict) -> tuple[dict, dict]:
         finally:
             setattr(owner, flag, True)
     return outputs[0], outputs[1]
+
+
+def calls_with_and_without(owner, flag: str, target, name: str, datas) -> tuple[dict, list]:
+    """How often `target.name` is called over the scenarios `datas`, with the class switch `owner.flag` on and off
+    ({True: calls, False: calls}), and each scenario's outputs with it on and off (see with_and_without): an
+    optimisation that saves work must be seen to save it."""
+    calls = {True: 0, False: 0}
+    original = getattr(target, name)
+
+    def counted(*args, **kwargs):
+        calls[getattr(owner, flag)] += 1
+        return original(*args, **kwargs)
+
+    setattr(target, name, counted)
+    try:
+        outputs = [with_and_without(owner, flag, data) for data in datas]
+    finally:
+        setattr(target, name, original)
+    return calls, outputs

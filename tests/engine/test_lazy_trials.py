@@ -11,10 +11,10 @@ it on), no eviction is undone at the instant it happens, every finite job that f
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from scheduling.engine import simulate_scenario
+from scheduling.engine import preemption, simulate_scenario
 from scheduling.engine.admission import Scheduler
 
-from .helpers import job, scenario, with_and_without
+from .helpers import calls_with_and_without, job, scenario, with_and_without
 from .test_refusal_memory import _crowded
 from .test_reservations import _assert_no_eviction_undone, streams
 from .test_victim_search_cache import _contended
@@ -22,18 +22,20 @@ from .test_victim_search_cache import _contended
 COMMON = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("flag", ["lazy_trials", "lazy_offers"])
 @COMMON
-@given(streams())
-def test_no_eviction_undone_with_or_without_lazy_checks_on_reservation_streams(data):
+@given(data=streams())
+def test_no_eviction_undone_with_or_without_checks_at_their_turn_on_reservation_streams(flag, data):
     data["until"] = 300
-    lazy, eager = with_and_without(Scheduler, "lazy_trials", data)
+    lazy, eager = with_and_without(Scheduler, flag, data)
     _assert_no_eviction_undone(lazy)
     _assert_no_eviction_undone(eager)
 
 
+@pytest.mark.parametrize("flag", ["lazy_trials", "lazy_offers"])
 @pytest.mark.parametrize("seed", range(30))
-def test_no_eviction_undone_with_or_without_lazy_checks_on_contended_clusters(seed):
-    lazy, eager = with_and_without(Scheduler, "lazy_trials", _contended(seed))
+def test_no_eviction_undone_with_or_without_checks_at_their_turn_on_contended_clusters(flag, seed):
+    lazy, eager = with_and_without(Scheduler, flag, _contended(seed))
     _assert_no_eviction_undone(lazy)
     _assert_no_eviction_undone(eager)
 
@@ -41,21 +43,11 @@ def test_no_eviction_undone_with_or_without_lazy_checks_on_contended_clusters(se
 def test_fewer_trial_plans_when_checked_at_their_turn():
     """With every woken team offered at once (lazy_offers off), as the round used to: a team offered at its turn
     has its candidate checked at its turn anyway."""
-    asked = {True: 0, False: 0}
-    original = Scheduler._trial_blocker
-
-    def counted(self, job, plan):
-        asked[Scheduler.lazy_trials] += 1
-        return original(self, job, plan)
-
-    Scheduler._trial_blocker = counted
+    datas = [data for seed in range(30) for data in (_crowded(seed), _contended(seed))]
     Scheduler.lazy_offers = False
     try:
-        for seed in range(30):
-            for data in (_crowded(seed), _contended(seed)):
-                with_and_without(Scheduler, "lazy_trials", data)
+        asked, _ = calls_with_and_without(Scheduler, "lazy_trials", Scheduler, "_trial_blocker", datas)
     finally:
-        Scheduler._trial_blocker = original
         Scheduler.lazy_offers = True
     assert asked[True] < asked[False] * 0.9, asked
 
@@ -92,39 +84,9 @@ def test_a_backfill_that_would_delay_the_gang_still_waits(lazy):
 # differs; after it, a team is offered in the state its turn finds instead of the state the round began in.
 
 
-@COMMON
-@given(streams())
-def test_no_eviction_undone_with_or_without_lazy_offers_on_reservation_streams(data):
-    data["until"] = 300
-    lazy, eager = with_and_without(Scheduler, "lazy_offers", data)
-    _assert_no_eviction_undone(lazy)
-    _assert_no_eviction_undone(eager)
-
-
-@pytest.mark.parametrize("seed", range(30))
-def test_no_eviction_undone_with_or_without_lazy_offers_on_contended_clusters(seed):
-    lazy, eager = with_and_without(Scheduler, "lazy_offers", _contended(seed))
-    _assert_no_eviction_undone(lazy)
-    _assert_no_eviction_undone(eager)
-
-
 def test_fewer_victim_searches_when_offered_at_their_turn():
-    from scheduling.engine import preemption
-
-    searches = {True: 0, False: 0}
-    original = preemption._search
-
-    def counted(s, job, f, candidates):
-        searches[Scheduler.lazy_offers] += 1
-        return original(s, job, f, candidates)
-
-    preemption._search = counted
-    try:
-        for seed in range(30):
-            for data in (_crowded(seed), _contended(seed)):
-                with_and_without(Scheduler, "lazy_offers", data)
-    finally:
-        preemption._search = original
+    datas = [data for seed in range(30) for data in (_crowded(seed), _contended(seed))]
+    searches, _ = calls_with_and_without(Scheduler, "lazy_offers", preemption, "_search", datas)
     assert searches[True] < searches[False], searches
 
 

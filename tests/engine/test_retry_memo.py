@@ -9,9 +9,10 @@ crowded or contended clusters, where retries happen."""
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduling.engine import preemption
 from scheduling.engine.admission import Scheduler
 
-from .helpers import with_and_without
+from .helpers import calls_with_and_without, with_and_without
 from .test_blocker_is_delayed import _crowded_with_endless_work
 from .test_invariants import scenarios
 from .test_refusal_memory import _crowded
@@ -19,6 +20,13 @@ from .test_reservations import streams
 from .test_victim_search_cache import _contended
 
 COMMON = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _crowded_and_contended(seeds: int) -> list[dict]:
+    """Three clusters per seed where retries happen: crowded, contended, crowded with endless work."""
+    return [
+        data for seed in range(seeds) for data in (_crowded(seed), _contended(seed), _crowded_with_endless_work(seed))
+    ]
 
 
 def both(data: dict) -> tuple[dict, dict]:
@@ -41,29 +49,13 @@ def test_the_same_decisions_planning_afresh_on_retries_on_reservation_streams(da
     assert memo == afresh
 
 
-def test_the_same_decisions_planning_afresh_on_retries_on_crowded_and_contended_clusters():
-    for seed in range(40):
-        for data in (_crowded(seed), _contended(seed), _crowded_with_endless_work(seed)):
-            memo, afresh = both(data)
-            assert memo == afresh, seed
-
-
-def test_retries_answer_from_the_memo():
-    """The memo is used where retries happen: over crowded and contended clusters, fewer trial plans are asked."""
-    asked = {True: 0, False: 0}
-    original = Scheduler._trial_blocker
-
-    def counted(self, job, plan):
-        asked[Scheduler.memo_retries] += 1
-        return original(self, job, plan)
-
-    Scheduler._trial_blocker = counted
-    try:
-        for seed in range(40):
-            for data in (_crowded(seed), _contended(seed), _crowded_with_endless_work(seed)):
-                both(data)
-    finally:
-        Scheduler._trial_blocker = original
+def test_the_same_decisions_planning_afresh_on_retries_on_crowded_and_contended_clusters_with_fewer_trials():
+    """Where retries happen, the memo is used: the same decisions, and fewer trial plans asked."""
+    asked, outputs = calls_with_and_without(
+        Scheduler, "memo_retries", Scheduler, "_trial_blocker", _crowded_and_contended(40)
+    )
+    for k, (memo, afresh) in enumerate(outputs):
+        assert memo == afresh, k // 3  # the seed
     assert asked[True] < asked[False], asked
 
 
@@ -79,21 +71,8 @@ def test_retries_reuse_the_victims_they_chose_and_decide_the_same():
     """Admission plans with victims are remembered too, and reused while none of the candidates they were chosen
     among has been protected since (Scheduler.plan): the same decisions as searching again, over crowded and
     contended clusters, with fewer victim searches."""
-    from scheduling.engine import preemption
-
-    searches = {True: 0, False: 0}
-    original = preemption._search
-
-    def counted(s, job, f, candidates):
-        searches[Scheduler.memo_victim_plans] += 1
-        return original(s, job, f, candidates)
-
-    preemption._search = counted
-    try:
-        for seed in range(25):
-            for data in (_crowded(seed), _contended(seed), _crowded_with_endless_work(seed)):
-                memo, afresh = with_and_without(Scheduler, "memo_victim_plans", data)
-                assert memo == afresh, seed
-    finally:
-        preemption._search = original
+    datas = _crowded_and_contended(25)
+    searches, outputs = calls_with_and_without(Scheduler, "memo_victim_plans", preemption, "_search", datas)
+    for k, (memo, afresh) in enumerate(outputs):
+        assert memo == afresh, k // 3  # the seed
     assert searches[True] < searches[False], searches

@@ -27,6 +27,7 @@ from quotas.models import InstanceType
 from scheduling import engine, published
 from scheduling.backends import get_backend
 from scheduling.backends.base import ClusterUnreachable
+from scheduling.engine.collector import collector_paused
 from scheduling.models import ACTIVE_STATES, QUEUED_STATES, AdmissionRun, Job, JobEvent, JobState
 from scheduling.snapshot import JobRow, load_rows, snapshot_from_rows
 
@@ -316,8 +317,10 @@ def admission_run(*, trigger: str = "beat", wait: bool = True) -> AdmissionRun |
                 raise Busy
             now = timezone.now()
             _observe(now)
-            rows = load_rows(ACTIVE_STATES + QUEUED_STATES)
-            decisions = engine.decide(snapshot_from_rows(rows, now=now), estimate=published.asked())
+            with collector_paused():  # thousands of rows and workloads, all kept (the engine pauses its build too)
+                rows = load_rows(ACTIVE_STATES + QUEUED_STATES)
+                snapshot = snapshot_from_rows(rows, now=now)
+            decisions = engine.decide(snapshot, estimate=published.asked())
             applied = apply_decisions(decisions, rows, now=now)
             published.after_run(decisions, now=now)  # the plan and team standing for the pages
             run = AdmissionRun.objects.create(

@@ -8,7 +8,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+import psycopg
 from django.conf import settings
+from django.db import connections
 from django.db.models import Min, Sum
 from django.utils import timezone
 
@@ -151,10 +153,30 @@ def load_rows(states=None, *, ids=None, teams: dict[int, str] | None = None) -> 
     """Jobs in `states` (or with primary keys `ids`) as JobRows, in queue order (submitted_at, pk)."""
     teams = teams if teams is not None else dict(Team.objects.values_list("pk", "name"))
     jobs = Job.objects.filter(state__in=states) if ids is None else Job.objects.filter(pk__in=ids)
-    rows = [JobRow(*values) for values in jobs.order_by("submitted_at", "pk").values_list(*ROW_FIELDS)]
+    rows = [JobRow(*values) for values in binary_values(jobs.order_by("submitted_at", "pk"), ROW_FIELDS)]
     for row in rows:
         row.team_name = teams.get(row.team_id, "")
     return rows
+
+
+def binary_values(queryset, fields) -> list[tuple]:
+    """queryset.values_list(*fields), read in PostgreSQL's binary format where the database is PostgreSQL.
+
+    Django's psycopg cursors read text, and parsing a timestamp from text costs psycopg about 3 microseconds:
+    two per job made 0.11 s of the 0.13 s that reading 18,000 jobs took (bench/bounds.py); in binary the whole
+    read takes 0.03 s. Same values (jsonb arrives decoded, as the JSONField would decode it; no field here has
+    a custom decoder), same transaction (the connection's own), database errors wrapped as Django's; only
+    Django's query log does not see the statement."""
+    query = queryset.values_list(*fields)
+    connection = connections[query.db]
+    if connection.vendor != "postgresql":
+        return list(query)
+    sql, params = query.query.sql_with_params()
+    with connection.wrap_database_errors:
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(sql, params, binary=True)
+            return cursor.fetchall()
 
 
 class RowLookups:

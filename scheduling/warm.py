@@ -34,6 +34,7 @@ from django.utils import timezone
 from quotas.models import ClusterPolicy, ComputeAllocation, ConfigVersion, InstanceType, NodeGroup, PriorityClass, Team
 from scheduling import engine, published
 from scheduling.engine import warm as engine_warm
+from scheduling.engine.collector import collector_paused
 from scheduling.engine.queues import PENDING, RUNNING
 from scheduling.loop import LOCK_KEY, RUN_HISTORY, STARTING, _observe, apply_decisions, request_carry_out
 from scheduling.models import ACTIVE_STATES, FINAL_STATES, QUEUED_STATES, AdmissionRun, JobEvent, JobState
@@ -53,6 +54,7 @@ FINGERPRINT_SECONDS = 1.0  # how often a pass checks the configuration fingerpri
 # keeps a pass, with its writes, under a second at the largest cluster the bounds allow (bench/bounds.py; 2 s
 # before: about the same CPU to settle a backlog, in more and shorter passes).
 SETTLE_BUDGET_S = 0.6
+GARBAGE_WAIT_S = 30.0  # a replaced state is collected when the scheduler is idle, or at the latest this late
 EXPLAIN_ALL_SECONDS = 5.0  # every pending job's reason refreshed this often (or 10x its cost); new ones at once
 IGNORED_EVENTS = (JobState.RUNNING,)  # admitted -> running changes nothing the engine holds
 
@@ -116,29 +118,34 @@ class WarmState:
     # --- loading -------------------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, now) -> WarmState:
-        """The whole state from the database (inside the pass's transaction)."""
+    def load(cls, now, *, freeze: bool = False) -> WarmState:
+        """The whole state from the database (inside the pass's transaction), built with the cyclic collector
+        paused; with `freeze`, moved out of its sight as soon as it is built (gc.freeze: see WarmScheduler)."""
         floor = _event_floor(now)
         recent = sorted(JobEvent.objects.filter(pk__gt=floor).values_list("pk", flat=True))
         top = recent[-1] if recent else floor
         seen_at = time.monotonic()
         gaps = {pk: seen_at for pk in set(range(floor + 1, top)) - set(recent)}
         teams = dict(Team.objects.values_list("pk", "name"))
-        rows = load_rows(ACTIVE_STATES + QUEUED_STATES, teams=teams)
-        lookups = RowLookups()
-        scheduler = engine.build_scheduler(snapshot_from_rows(rows, now=now, lookups=lookups))
-        scheduler.wake_all()
-        fingerprint = config_fingerprint()  # last: reading the policy may have created its row
-        return cls(
-            scheduler=scheduler,
-            rows={str(row.pk): row for row in rows},
-            lookups=lookups,
-            teams=teams,
-            fingerprint=fingerprint,
-            top=top,
-            gaps=gaps,
-            seq=len(rows),
-        )
+        with collector_paused():
+            rows = load_rows(ACTIVE_STATES + QUEUED_STATES, teams=teams)
+            lookups = RowLookups()
+            scheduler = engine.build_scheduler(snapshot_from_rows(rows, now=now, lookups=lookups))
+            scheduler.wake_all()
+            fingerprint = config_fingerprint()  # last: reading the policy may have created its row
+            state = cls(
+                scheduler=scheduler,
+                rows={str(row.pk): row for row in rows},
+                lookups=lookups,
+                teams=teams,
+                fingerprint=fingerprint,
+                top=top,
+                gaps=gaps,
+                seq=len(rows),
+            )
+            if freeze:
+                gc.freeze()
+        return state
 
     # --- following the database ----------------------------------------------------------------------------
 
@@ -249,9 +256,9 @@ def _lock() -> None:
 
 
 def _refreeze() -> None:
-    """After the state was read whole: the previous state, now garbage, is collected (once), and the new one
-    is moved out of the cyclic collector's sight (gc.freeze). Otherwise every full collection scans each object
-    of the engine's state: in the live bench, 150 ms at a time in the middle of a pass, while ends waited."""
+    """Collect what is garbage (once) and move everything else out of the cyclic collector's sight (gc.freeze),
+    the engine's state with it. Otherwise every full collection scans each object of the engine's state: in the
+    live bench, 150 ms at a time in the middle of a pass, while ends waited."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
@@ -269,7 +276,11 @@ class WarmScheduler:
         freeze_state: bool = False,
     ):
         self.state: WarmState | None = None
-        self.freeze_state = freeze_state  # the scheduler process: see _refreeze
+        # The scheduler process freezes the state it reads whole (gc.freeze), so that no collection walks it
+        # again; the state it replaces, frozen too, is garbage from then on, collected between passes
+        # (collect_garbage). None: nothing waits to be collected; else since when.
+        self.freeze_state = freeze_state
+        self.garbage_since: float | None = None
         self.carry_out = carry_out  # called after a pass that changed something: start and stop on the cluster
         self.check_seconds = check_seconds
         self.heartbeat_seconds = heartbeat_seconds
@@ -332,8 +343,6 @@ class WarmScheduler:
             raise
         if result.admitted or result.preempted or result.rebuilt:
             self.carry_out()  # first: a job's quota is held from its admission, its run counts from its start
-        if result.rebuilt and self.freeze_state:
-            _refreeze()
         published.after_pass(self.state, result, applied, now)  # the plan for the pages (never raises)
         return result
 
@@ -353,18 +362,35 @@ class WarmScheduler:
                 self.drop(str(exc)[:60])
                 state = None
         if state is None:
-            self.state = WarmState.load(now)
+            self.state = self._load(now)
             result.rebuilt = self.reload_reason
             log.info("warm scheduler: state read whole (%s): %d jobs", self.reload_reason, len(self.state.rows))
         elif checking:
             AdmissionRun.objects.filter(started_at__lt=now - RUN_HISTORY).delete()
-            fresh = WarmState.load(now)
+            fresh = self._load(now)
             result.drift = state.compare(fresh)
             result.rebuilt = "consistency check"
             if result.drift:
                 log.warning("warm scheduler: consistency check found %d jobs out of step; repaired", result.drift)
             self.state = fresh
         self.reload_reason = "start"
+
+    def _load(self, now) -> WarmState:
+        if self.freeze_state and self.garbage_since is None:
+            self.garbage_since = time.monotonic()  # the state this one replaces (if any) is garbage now
+        return WarmState.load(now, freeze=self.freeze_state)
+
+    def collect_garbage(self, *, idle: bool = True) -> float | None:
+        """Collect the states replaced since the last collection (each a full collection's walk of everything
+        the process holds: 0.1-0.25 s at the bounds' largest cluster), then freeze what is left again. The
+        scheduler process calls it after each pass: `idle` when no pass is due (nothing waits for the scheduler),
+        else it waits up to GARBAGE_WAIT_S. Returns the CPU seconds it took, None when it did nothing."""
+        if self.garbage_since is None or (not idle and time.monotonic() - self.garbage_since < GARBAGE_WAIT_S):
+            return None
+        c0 = time.process_time()
+        _refreeze()
+        self.garbage_since = None
+        return time.process_time() - c0
 
     def _after_apply(self, decisions, applied, now_ts: float) -> None:
         state = self.state

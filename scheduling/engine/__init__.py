@@ -44,6 +44,7 @@ workload in plain words with numbers, per-team TeamStatus).
 from __future__ import annotations
 
 from .admission import Scheduler
+from .collector import collector_paused
 from .model import (
     Admission,
     Decisions,
@@ -69,6 +70,11 @@ __all__ = [
 
 def build_scheduler(snapshot: Snapshot) -> Scheduler:
     """A scheduler holding the snapshot's state: running work placed, pending work queued."""
+    with collector_paused():
+        return _build(snapshot)
+
+
+def _build(snapshot: Snapshot) -> Scheduler:
     types = list(snapshot.instance_types)
     known = {it.name for it in types}
     for name in [f for team in snapshot.teams for f in team.quota] + [

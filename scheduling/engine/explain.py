@@ -174,7 +174,7 @@ def _placement(s: Scheduler, job: Job, f: int) -> str:
     if job.pods == 1:
         free = amount(job.per_pod[r], res, "free")
         return f"quota allows it, but no node has {free} (the largest gap is {number(gap)})"
-    fit = pool.fits_count(job.per_pod, job.nz)
+    fit = pool.pods_placeable(job.per_pod, job.nz, job.pods)  # below job.pods here, so no node's count was capped
     return (
         f"quota allows it, but it needs {job.pods} pods with {amount(job.per_pod[r], res, 'free')} each on "
         f"{s.flavor_names[f]} nodes; only {fit} fit now (the largest gap is {number(gap)})"

@@ -178,13 +178,6 @@ class NodePool:
     def release(self, nodes: list[int], per_pod, nz) -> None:
         self.take(nodes, per_pod, nz, sign=-1)
 
-    def fits_count(self, per_pod, nz) -> int:
-        """How many pods of this shape fit on the free nodes right now."""
-        total = 0
-        for free in self.free:
-            total += int(min((free[r] + EPS) // per_pod[r] for r in nz if per_pod[r] > 0) if nz else 0)
-        return total
-
     def largest_gap(self, r: int) -> float:
         return max((free[r] for free in self.free), default=0.0)
 

@@ -205,3 +205,77 @@ def test_the_scheduler_process_moves_its_state_out_of_the_collectors_sight_when_
         assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
+
+
+def test_a_state_read_whole_is_built_with_the_collector_paused_and_it_is_resumed_after(
+    scientist, team_a, submit, monkeypatch
+):
+    import gc
+
+    from scheduling import engine
+
+    build, seen = engine.build_scheduler, []
+
+    def watched(snapshot):
+        seen.append(gc.isenabled())
+        return build(snapshot)
+
+    monkeypatch.setattr(engine, "build_scheduler", watched)
+    submit(scientist, team_a, name="one")
+    assert gc.isenabled()
+    WarmScheduler(carry_out=lambda: None).run_pass()
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # a caller that had it off finds it off
+    try:
+        WarmScheduler(carry_out=lambda: None).run_pass()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_state_a_whole_read_replaces_is_collected_between_passes_when_idle_or_at_the_latest_after_a_wait(
+    scientist, team_a, submit, monkeypatch
+):
+    import gc
+
+    from scheduling import warm
+
+    submit(scientist, team_a, name="one")
+    gc.unfreeze()
+    gc.collect()
+    try:
+        scheduler = WarmScheduler(carry_out=lambda: None, freeze_state=True)
+        scheduler.run_pass()
+        assert scheduler.collect_garbage() is not None  # whatever was there before the first read
+        one_state = gc.get_freeze_count()
+        for _ in range(3):  # three states read whole, each replacing the last: all frozen, none collected
+            scheduler.drop("test")
+            scheduler.run_pass()
+        assert scheduler.garbage_since is not None
+        assert gc.get_freeze_count() > one_state + 100
+        assert scheduler.collect_garbage(idle=False) is None  # busy, and not waiting for long: later
+        monkeypatch.setattr(warm, "GARBAGE_WAIT_S", 0.0)
+        assert scheduler.collect_garbage(idle=False) is not None  # busy, but it waited long enough
+        assert scheduler.garbage_since is None and scheduler.collect_garbage() is None
+        assert gc.get_freeze_count() <= one_state + 100  # the replaced states are gone, the one in use frozen
+        assert scheduler.state is not None and scheduler.run_pass().rebuilt == ""
+    finally:
+        gc.unfreeze()
+
+
+def test_job_rows_read_in_binary_equal_the_orms_values(scientist, team_a, submit):
+    from django.db import connection
+
+    from scheduling.snapshot import ROW_FIELDS, binary_values
+
+    submit(scientist, team_a, name="waits", accelerators=2)
+    job = submit(scientist, team_a, name="runs", accelerators=2, pods=2)
+    Job.objects.filter(pk=job.pk).update(
+        state=JobState.RUNNING, placement=[3, 3], admitted_at=timezone.now(), expected_duration_s=None
+    )
+    query = Job.objects.order_by("submitted_at", "pk")
+    assert connection.vendor == "postgresql"  # the binary read is PostgreSQL's (elsewhere: values_list itself)
+    binary = binary_values(query, ROW_FIELDS)
+    assert binary == list(query.values_list(*ROW_FIELDS))
+    assert binary[-1][ROW_FIELDS.index("placement")] == [3, 3]
+    assert binary[-1][ROW_FIELDS.index("admitted_at")].tzinfo is not None

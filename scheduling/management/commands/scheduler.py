@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from scheduling.loop import serve_cluster_wakeups_here, sleep_unless_due, wait_for_wake
+from scheduling.loop import serve_cluster_wakeups_here, sleep_unless_due, wait_for_wake, wake_up_due
 from scheduling.warm import Carrier, Leadership, WarmScheduler
 
 log = logging.getLogger("scheduling.scheduler")
@@ -76,6 +76,8 @@ class Command(BaseCommand):
                     log.exception("scheduler pass failed; the next pass re-reads the whole state")
                     time.sleep(0.5)
                 done += 1
+                # the state a whole read replaced is collected while nothing waits (or after GARBAGE_WAIT_S)
+                scheduler.collect_garbage(idle=not cut and not wake_up_due())
                 if time.monotonic() - last_check > LEADERSHIP_CHECK_S:
                     last_check = time.monotonic()
                     if not leadership.still_held():

@@ -166,9 +166,10 @@ def current_config() -> tuple:
 # --- the publishers: the scheduler process and the cold loop -----------------------------------------------
 
 
-class _Pace:
-    """When the scheduler last published, what it cost, and whether a change waits to be published. Kept on
-    the warm state: a state read whole (start, takeover, configuration change) publishes at once."""
+class Pace:
+    """When the scheduler last published, what it cost, and whether a change waits to be published. Kept by the
+    scheduler (WarmScheduler.pace) across states read whole; a new one on start, takeover and a configuration
+    change, which publish at once."""
 
     def __init__(self):
         self.at = self.cost = self.confirmed_at = 0.0
@@ -188,13 +189,12 @@ class _Pace:
         return since >= CONFIRM_SECONDS and (top != self.confirmed_top or since >= FRESH_SECONDS / 4)
 
 
-def after_pass(state, result, applied, now) -> None:
+def after_pass(state, result, applied, now, pace: Pace) -> None:
     """The scheduler process, after a pass committed: publish its plan if the pass changed anything (at most once
     a second and about a COST_SHARE-th of the scheduler's time, and not while a job's end waits to be served:
     a change waits for a later pass, and an idle scheduler passes every second), else confirm that the latest
     publication is still current."""
     try:
-        pace = state.__dict__.setdefault("publication_pace", _Pace())
         top = max([state.top, *(event.pk for event in applied.events if event.pk)])
         changed = result.admitted or result.preempted or result.changed_jobs or result.rebuilt
         changed = changed or time.monotonic() - pace.at >= REPUBLISH_SECONDS

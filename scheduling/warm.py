@@ -287,6 +287,11 @@ class WarmScheduler:
         self.last_recorded = 0.0
         self.last_observed = self.last_fingerprint = self.explained_at = 0.0
         self.explain_every = EXPLAIN_ALL_SECONDS
+        self.explain_cost = 0.0  # seconds the last refresh of every pending job's reason took
+        self.explain_due_since: float | None = None  # that refresh is due (since when), None: it is not
+        # when this process last published the plan for the pages (published._Pace): kept across states read
+        # whole, so that the consistency check once a minute publishes only as often as any pass would
+        self.pace = published.Pace()
         self.reload_reason = "start"
 
     def drop(self, reason: str) -> None:
@@ -308,8 +313,13 @@ class WarmScheduler:
                     _observe(now)  # asked by a cluster wake-up, else once a second as a safety net
                     self.last_observed = time.monotonic()
                 self._bring_up_to_date(now, result)
-                explain_all = result.rebuilt or time.monotonic() - self.explained_at >= self.explain_every
-                self.state.scheduler.deadline = deadline
+                if self.explain_due_since is None and (
+                    result.rebuilt or time.monotonic() - self.explained_at >= self.explain_every
+                ):
+                    self.explain_due_since = time.monotonic()
+                # a pass that refreshes every reason leaves the time that takes out of its settle's budget
+                explaining = self.explain_due_since is not None
+                self.state.scheduler.deadline = deadline - (self.explain_cost if explaining else 0.0)
                 try:
                     decisions = engine_warm.settle(
                         self.state.scheduler, now.timestamp(), teams=False, explain_only=self.state.followed
@@ -317,15 +327,21 @@ class WarmScheduler:
                 finally:
                     self.state.scheduler.deadline = None
                 result.cut = self.state.scheduler.cut
-                if explain_all:
+                if explaining and (
+                    time.monotonic() < deadline or time.monotonic() - self.explain_due_since >= EXPLAIN_ALL_SECONDS
+                ):
                     # every pending job's reason; on a huge backlog this costs seconds, so it is refreshed at
                     # most once per ten times its own cost (the scheduler spends at most a tenth of its time on
-                    # it; new and changed jobs are still explained at once, above)
+                    # it; new and changed jobs are still explained at once, above). A pass already past its
+                    # budget (one that read the state whole, say) leaves it to the next pass, within
+                    # EXPLAIN_ALL_SECONDS.
                     t1 = time.monotonic()
                     engine_state = self.state.scheduler
                     decisions.reasons.update(engine_warm.reasons_for(engine_state, list(engine_state.jobs)))
                     self.explained_at = time.monotonic()
-                    self.explain_every = max(EXPLAIN_ALL_SECONDS, 10 * (self.explained_at - t1))
+                    self.explain_due_since = None
+                    self.explain_cost = self.explained_at - t1
+                    self.explain_every = max(EXPLAIN_ALL_SECONDS, 10 * self.explain_cost)
                 applied = apply_decisions(decisions, self.state.rows, now=now)
                 self._after_apply(decisions, applied, now.timestamp())
                 result.admitted, result.preempted = len(applied.admitted), len(applied.preempted)
@@ -343,7 +359,9 @@ class WarmScheduler:
             raise
         if result.admitted or result.preempted or result.rebuilt:
             self.carry_out()  # first: a job's quota is held from its admission, its run counts from its start
-        published.after_pass(self.state, result, applied, now)  # the plan for the pages (never raises)
+        if result.rebuilt in ("start", "takeover", "configuration changed"):
+            self.pace = published.Pace()  # what is published is another process's, or no longer holds: at once
+        published.after_pass(self.state, result, applied, now, self.pace)  # the plan for the pages (never raises)
         return result
 
     def _bring_up_to_date(self, now, result: PassResult) -> None:

@@ -129,7 +129,7 @@ def test_a_publication_waits_while_a_jobs_end_is_due_but_not_for_long(monkeypatc
 
     from scheduling import loop, published
 
-    pace = published._Pace()
+    pace = published.Pace()
     pace.at = time.monotonic() - published.PUBLISH_MIN_SECONDS - 0.5
     monkeypatch.setattr(loop, "wake_up_due", lambda: False)
     assert pace.due()

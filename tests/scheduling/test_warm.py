@@ -279,3 +279,69 @@ def test_job_rows_read_in_binary_equal_the_orms_values(scientist, team_a, submit
     assert binary == list(query.values_list(*ROW_FIELDS))
     assert binary[-1][ROW_FIELDS.index("placement")] == [3, 3]
     assert binary[-1][ROW_FIELDS.index("admitted_at")].tzinfo is not None
+
+
+def test_a_pass_that_refreshes_every_reason_leaves_that_time_out_of_its_settles_budget(scientist, team_a, submit):
+    for i in range(4):
+        submit(scientist, team_a, name=f"small-{i}", accelerators=2)
+    scheduler = WarmScheduler(carry_out=lambda: None)
+    scheduler.explain_cost = 3600.0  # as if refreshing every reason took an hour: no budget left to settle
+    result = scheduler.run_pass()  # read whole: every reason is refreshed
+    assert result.admitted == 1 and result.cut  # a pass decides at least once, then stops
+    assert scheduler.explain_cost < 60  # measured afresh
+    result = scheduler.run_pass()  # reasons refreshed a moment ago: the whole budget is the settle's
+    assert result.admitted == 3 and not result.cut
+
+
+def test_a_pass_past_its_budget_leaves_refreshing_every_reason_to_the_next_pass_but_not_for_long(
+    scientist, team_a, submit, monkeypatch
+):
+    from scheduling import warm
+
+    submit(scientist, team_a, name="everything", accelerators=8, pods=2)  # every node, admitted first
+    waits = submit(scientist, team_a, name="waits", accelerators=8)
+    scheduler = WarmScheduler(carry_out=lambda: None)
+    scheduler.run_pass()
+    assert Job.objects.get(pk=waits.pk).state == JobState.PENDING
+    Job.objects.filter(pk=waits.pk).update(reason="stale")
+    monkeypatch.setattr(warm, "SETTLE_BUDGET_S", -1.0)  # every pass is past its budget
+    scheduler.drop("test")
+    scheduler.run_pass()  # read whole: every reason is due, but this pass has no time left
+    assert Job.objects.get(pk=waits.pk).reason == "stale" and scheduler.explain_due_since is not None
+    monkeypatch.setattr(warm, "SETTLE_BUDGET_S", 0.6)
+    scheduler.run_pass()  # the next pass, within its budget, refreshes them
+    assert Job.objects.get(pk=waits.pk).reason not in ("stale", "") and scheduler.explain_due_since is None
+    Job.objects.filter(pk=waits.pk).update(reason="stale")
+    monkeypatch.setattr(warm, "SETTLE_BUDGET_S", -1.0)
+    scheduler.drop("test")
+    scheduler.run_pass()
+    assert Job.objects.get(pk=waits.pk).reason == "stale"
+    scheduler.explain_due_since -= warm.EXPLAIN_ALL_SECONDS  # due for that long: refreshed even past the budget
+    scheduler.run_pass()
+    assert Job.objects.get(pk=waits.pk).reason not in ("stale", "")
+
+
+def test_the_publication_pace_outlives_a_state_read_whole_but_not_a_start_or_a_configuration_change(
+    scientist, team_a, submit
+):
+    from scheduling.models import PublishedPlan
+
+    def published() -> int:  # the newest publication (only the last few are kept)
+        return PublishedPlan.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+    submit(scientist, team_a, name="one", accelerators=8, pods=2)
+    submit(scientist, team_a, name="two", accelerators=8)
+    scheduler = WarmScheduler(carry_out=lambda: None)
+    scheduler.run_pass()  # start: published at once
+    first = published()
+    assert first >= 1
+    scheduler.drop("after a failed pass (test)")
+    scheduler.run_pass()  # read whole again a moment later (as the consistency check does): paced, not again
+    assert published() == first and scheduler.pace.pending_change
+    scheduler.drop("configuration changed")
+    scheduler.run_pass()  # what was published no longer holds: at once
+    second = published()
+    assert second > first
+    scheduler.drop("takeover")
+    scheduler.run_pass()
+    assert published() > second

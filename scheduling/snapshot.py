@@ -165,18 +165,19 @@ def binary_values(queryset, fields) -> list[tuple]:
     Django's psycopg cursors read text, and parsing a timestamp from text costs psycopg about 3 microseconds:
     two per job made 0.11 s of the 0.13 s that reading 18,000 jobs took (bench/bounds.py); in binary the whole
     read takes 0.03 s. Same values (jsonb arrives decoded, as the JSONField would decode it; no field here has
-    a custom decoder), same transaction (the connection's own), database errors wrapped as Django's; only
-    Django's query log does not see the statement."""
+    a custom decoder), same transaction (the connection's own), and the statement goes through Django's cursor
+    wrapper as any query does (its errors, execute wrappers and query log)."""
     query = queryset.values_list(*fields)
     connection = connections[query.db]
     if connection.vendor != "postgresql":
         return list(query)
     sql, params = query.query.sql_with_params()
-    with connection.wrap_database_errors:
-        connection.ensure_connection()
-        with psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(sql, params, binary=True)
-            return cursor.fetchall()
+    connection.ensure_connection()
+    raw = psycopg.Cursor(connection.connection)  # Django's own cursors bind on the client, which is text only
+    raw.format = psycopg.pq.Format.BINARY
+    with connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 class RowLookups:

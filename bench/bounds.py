@@ -391,25 +391,23 @@ def full_figures(figures: dict, admin, args, scheduler) -> None:
         finally:
             scheduler.check_seconds = CHECK_SECONDS
 
+    def measure(label: str, fn, owner) -> None:
+        with PassParts() as parts:
+            figures[label] = timed(fn, 1)
+        figures[label].update(
+            admitted=result.admitted, preempted=result.preempted, pending=result.pending, drift=result.drift,
+            **parts.figures(), **counter.take(owner),
+        )  # fmt: skip
+
     scheduler.collect_garbage()
-    with PassParts() as parts:
-        figures["full cluster: consistency check"] = timed(check, 1)
-    figures["full cluster: consistency check"].update(
-        admitted=result.admitted, preempted=result.preempted, drift=result.drift, **parts.figures(),
-        **counter.take(scheduler),
-    )  # fmt: skip
+    measure("full cluster: consistency check", check, scheduler)
     scheduler.collect_garbage()
     scheduler.drop("bench: the whole state read afresh")
     if args.profile:
         profiled(first, "full cluster: state read whole")
         scheduler.drop("bench: the whole state read afresh")
         scheduler.collect_garbage()
-    with PassParts() as parts:
-        figures["full cluster: state read whole"] = timed(first, 1)
-    figures["full cluster: state read whole"].update(
-        admitted=result.admitted, preempted=result.preempted, pending=result.pending, **parts.figures(),
-        **counter.take(scheduler),
-    )  # fmt: skip
+    measure("full cluster: state read whole", first, scheduler)
     # the state that pass replaced, collected as the scheduler process does it: between passes, when idle
     collected = scheduler.collect_garbage()
     figures["full cluster: replaced state collected"] = {
@@ -423,11 +421,7 @@ def full_figures(figures: dict, admin, args, scheduler) -> None:
         result = starting.run_pass(trigger="bench")
 
     scheduler.drop("bench: replaced by a scheduler starting")
-    with PassParts() as parts:
-        figures["full cluster: a scheduler starting"] = timed(start, 1)
-    figures["full cluster: a scheduler starting"].update(
-        admitted=result.admitted, preempted=result.preempted, **parts.figures(), **counter.take(starting)
-    )
+    measure("full cluster: a scheduler starting", start, starting)
     starting.collect_garbage()
 
 

@@ -159,6 +159,9 @@ def load_rows(states=None, *, ids=None, teams: dict[int, str] | None = None) -> 
     return rows
 
 
+MAX_BOUND_PARAMETERS = 65_535  # PostgreSQL's limit on one statement's bound parameters
+
+
 def binary_values(queryset, fields) -> list[tuple]:
     """queryset.values_list(*fields), read in PostgreSQL's binary format where the database is PostgreSQL.
 
@@ -172,6 +175,8 @@ def binary_values(queryset, fields) -> list[tuple]:
     if connection.vendor != "postgresql":
         return list(query)
     sql, params = query.query.sql_with_params()
+    if len(params) > MAX_BOUND_PARAMETERS:  # a long `pk__in`: bound on the server, PostgreSQL takes 65,535 at most
+        return list(query)
     connection.ensure_connection()
     raw = psycopg.Cursor(connection.connection)  # Django's own cursors bind on the client, which is text only
     raw.format = psycopg.pq.Format.BINARY

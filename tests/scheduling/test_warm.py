@@ -282,6 +282,9 @@ def test_job_rows_read_in_binary_equal_the_orms_values(scientist, team_a, submit
     assert binary == list(query.values_list(*ROW_FIELDS))
     assert binary[-1][ROW_FIELDS.index("placement")] == [3, 3]
     assert binary[-1][ROW_FIELDS.index("admitted_at")].tzinfo is not None
+    # more ids than PostgreSQL binds in one statement (a burst of events): read as Django reads them
+    many = Job.objects.filter(pk__in=range(1, 70_001)).order_by("submitted_at", "pk")
+    assert binary_values(many, ROW_FIELDS) == binary
 
 
 def test_a_pass_that_refreshes_every_reason_leaves_that_time_out_of_its_settles_budget(scientist, team_a, submit):

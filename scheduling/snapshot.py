@@ -178,7 +178,9 @@ def binary_values(queryset, fields) -> list[tuple]:
     if len(params) > MAX_BOUND_PARAMETERS:  # a long `pk__in`: bound on the server, PostgreSQL takes 65,535 at most
         return list(query)
     connection.ensure_connection()
-    raw = psycopg.Cursor(connection.connection)  # Django's own cursors bind on the client, which is text only
+    # Django's own cursors bind on the client, which is text only; this one binds on the server, and prepares
+    # nothing (Django's connections set psycopg's prepare_threshold to None: poolers keep no sessions)
+    raw = psycopg.Cursor(connection.connection)
     raw.format = psycopg.pq.Format.BINARY
     with connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw) as cursor:
         cursor.execute(sql, params)

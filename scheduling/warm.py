@@ -289,7 +289,7 @@ class WarmScheduler:
         self.explain_every = EXPLAIN_ALL_SECONDS
         self.explain_cost = 0.0  # seconds the last refresh of every pending job's reason took
         self.explain_due_since: float | None = None  # that refresh is due (since when), None: it is not
-        # when this process last published the plan for the pages (published._Pace): kept across states read
+        # when this process last published the plan for the pages (published.Pace): kept across states read
         # whole, so that the consistency check once a minute publishes only as often as any pass would
         self.pace = published.Pace()
         self.reload_reason = "start"

@@ -255,15 +255,6 @@ def _lock() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
 
 
-def _refreeze() -> None:
-    """Collect what is garbage (once) and move everything else out of the cyclic collector's sight (gc.freeze),
-    the engine's state with it. Otherwise every full collection scans each object of the engine's state: in the
-    live bench, 150 ms at a time in the middle of a pass, while ends waited."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
-
-
 class WarmScheduler:
     """Runs passes; holds the WarmState between them. One per scheduler process (the leader)."""
 
@@ -286,8 +277,8 @@ class WarmScheduler:
         self.heartbeat_seconds = heartbeat_seconds
         self.last_recorded = 0.0
         self.last_observed = self.last_fingerprint = self.explained_at = 0.0
-        self.explain_every = EXPLAIN_ALL_SECONDS
-        self.explain_cost = 0.0  # seconds the last refresh of every pending job's reason took
+        # seconds the last refresh of every pending job's reason took: it comes at most once per ten times that
+        self.explain_cost = 0.0
         self.explain_due_since: float | None = None  # that refresh is due (since when), None: it is not
         # when this process last published the plan for the pages (published.Pace): kept across states read
         # whole, so that the consistency check once a minute publishes only as often as any pass would
@@ -314,7 +305,8 @@ class WarmScheduler:
                     self.last_observed = time.monotonic()
                 self._bring_up_to_date(now, result)
                 if self.explain_due_since is None and (
-                    result.rebuilt or time.monotonic() - self.explained_at >= self.explain_every
+                    result.rebuilt
+                    or time.monotonic() - self.explained_at >= max(EXPLAIN_ALL_SECONDS, 10 * self.explain_cost)
                 ):
                     self.explain_due_since = time.monotonic()
                 # a pass that refreshes every reason leaves the time that takes out of its settle's budget
@@ -341,7 +333,6 @@ class WarmScheduler:
                     self.explained_at = time.monotonic()
                     self.explain_due_since = None
                     self.explain_cost = self.explained_at - t1
-                    self.explain_every = max(EXPLAIN_ALL_SECONDS, 10 * self.explain_cost)
                 applied = apply_decisions(decisions, self.state.rows, now=now)
                 self._after_apply(decisions, applied, now.timestamp())
                 result.admitted, result.preempted = len(applied.admitted), len(applied.preempted)
@@ -399,14 +390,18 @@ class WarmScheduler:
         return WarmState.load(now, freeze=self.freeze_state)
 
     def collect_garbage(self, *, idle: bool = True) -> float | None:
-        """Collect the states replaced since the last collection (each a full collection's walk of everything
-        the process holds: 0.1-0.25 s at the bounds' largest cluster), then freeze what is left again. The
-        scheduler process calls it after each pass: `idle` when no pass is due (nothing waits for the scheduler),
-        else it waits up to GARBAGE_WAIT_S. Returns the CPU seconds it took, None when it did nothing."""
+        """Collect the states replaced since the last collection (a full collection's walk of everything the
+        process holds: 0.25-0.33 s at the bounds' largest cluster), then freeze what is left again, the state in
+        use with it: unfrozen, every full collection would scan each object of the engine's state (in the live
+        bench, 150 ms at a time in the middle of a pass, while ends waited). The scheduler process calls it after
+        each pass: `idle` when no pass is due (nothing waits for the scheduler), else it waits up to
+        GARBAGE_WAIT_S. Returns the CPU seconds it took, None when it did nothing."""
         if self.garbage_since is None or (not idle and time.monotonic() - self.garbage_since < GARBAGE_WAIT_S):
             return None
         c0 = time.process_time()
-        _refreeze()
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
         self.garbage_since = None
         return time.process_time() - c0
 
